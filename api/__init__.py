@@ -1,0 +1,1 @@
+"""api: thin layer over memctx (filled by later issues)."""

@@ -1,0 +1,1 @@
+"""mcp_tools: thin layer over memctx (filled by later issues)."""

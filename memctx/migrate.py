@@ -1,0 +1,108 @@
+"""Schema migrations: numbered plain SQL files applied in order, once each.
+
+Owns: applying `migrations/NNNN_name.sql` (each in its own transaction, under an advisory lock
+so two processes never migrate at once), recording them in `memctx.schema_migrations` with a
+checksum (an applied file that later changed is an error), and fixing the embedding space for
+the configured embedder. The migration files are the only source of schema truth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg.rows import tuple_row
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+# pg_advisory_lock key: the first 8 bytes of sha1("memctx.migrate") as a signed bigint.
+LOCK_KEY = int.from_bytes(hashlib.sha1(b"memctx.migrate").digest()[:8], "big", signed=True)
+
+_BOOKKEEPING = """
+create schema if not exists memctx;
+create table if not exists memctx.schema_migrations (
+  version integer primary key,
+  name text not null,
+  checksum text not null,
+  applied_at timestamptz not null default now()
+);
+"""
+
+
+class MigrationError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+    @property
+    def sql(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+def discover(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    found = []
+    for path in sorted(directory.glob("*.sql")):
+        match = _FILE.match(path.name)
+        if not match:
+            raise MigrationError(f"{path.name}: migration files are named NNNN_name.sql")
+        found.append(Migration(int(match.group(1)), match.group(2), path))
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise MigrationError(f"duplicate migration numbers in {directory}")
+    return found
+
+
+def migrate(conn: psycopg.Connection, directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    """Apply the pending migrations; returns those applied (none on a re-run)."""
+    migrations = discover(directory)
+    conn.autocommit = True
+    try:
+        conn.execute("select pg_advisory_lock(%s)", (LOCK_KEY,))
+        try:
+            with conn.transaction():
+                conn.execute(_BOOKKEEPING)
+            with conn.cursor(row_factory=tuple_row) as cur:
+                applied = dict(cur.execute("select version, checksum from memctx.schema_migrations").fetchall())
+            done = []
+            for m in migrations:
+                if m.version in applied:
+                    if applied[m.version] != m.checksum:
+                        raise MigrationError(f"migration {m.path.name} changed after it was applied")
+                    continue
+                with conn.transaction():
+                    conn.execute(m.sql, prepare=False)
+                    conn.execute("insert into memctx.schema_migrations (version, name, checksum) values (%s, %s, %s)",
+                                 (m.version, m.name, m.checksum))
+                done.append(m)
+            return done
+        finally:
+            conn.execute("select pg_advisory_unlock(%s)", (LOCK_KEY,))
+    finally:
+        conn.autocommit = False
+
+
+def configure_embedding_space(conn: psycopg.Connection, model: str, dim: int) -> None:
+    """Fix the vector dimension on first use; a mismatch raises EmbeddingSpaceMismatch."""
+    try:
+        with conn.transaction():
+            conn.execute("select memctx.configure_embedding_space(%s, %s)", (model, dim))
+    except psycopg.errors.InvalidParameterValue as exc:
+        raise EmbeddingSpaceMismatch(exc.diag.message_primary or str(exc)) from None
+    except psycopg.errors.UndefinedFunction:
+        raise MigrationError("the database is not migrated: run `memctx migrate`") from None
+
+
+class EmbeddingSpaceMismatch(RuntimeError):
+    """The database holds embeddings of another model or dimension than the configured one."""

@@ -1,0 +1,196 @@
+"""Domain objects shared by every layer: conversations, messages, summaries, boards.
+
+Owns: the frozen dataclasses read from the database (`from_row`) and the validation of what a
+caller may write (`NewMessage`). Objects never save themselves; `memctx.store` does that.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Mapping, Sequence
+from uuid import UUID
+
+ROLES = ("user", "assistant", "system", "tool", "agent", "observer")
+Role = Literal["user", "assistant", "system", "tool", "agent", "observer"]
+BLOCK_TYPES = ("text", "image", "tool_call", "tool_result", "thinking")
+
+
+class InvalidInput(ValueError):
+    """Input that memctx refuses; the message names the record and the reason."""
+
+    def __init__(self, message: str, *, record: str | None = None) -> None:
+        self.record = record
+        super().__init__(f"{record}: {message}" if record else message)
+
+
+def check_text(value: str, what: str, *, record: str | None = None) -> str:
+    """Refuse text Postgres cannot store or that is not valid UTF-8."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, got {type(value).__name__}", record=record)
+    if "\x00" in value:
+        raise InvalidInput(f"{what} contains a NUL byte", record=record)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates from a bad decode
+        raise InvalidInput(f"{what} is not valid UTF-8 ({exc.reason})", record=record) from None
+    return value
+
+
+def blocks_from_content(content: str | Sequence[Mapping[str, Any]], *, record: str | None = None) -> list[dict[str, Any]]:
+    """Normalize message content to a list of typed blocks.
+
+    A plain string is one text block. Blocks: text {text}, image {url?, caption?},
+    tool_call {name, arguments?, id?}, tool_result {content, tool_call_id?}, thinking {text}.
+    """
+    if isinstance(content, str):
+        return [{"type": "text", "text": check_text(content, "text", record=record)}]
+    if not isinstance(content, (list, tuple)) or not content:
+        raise InvalidInput("content must be a string or a non-empty list of blocks", record=record)
+    blocks = []
+    for i, block in enumerate(content):
+        if not isinstance(block, Mapping) or block.get("type") not in BLOCK_TYPES:
+            kind = block.get("type") if isinstance(block, Mapping) else type(block).__name__
+            raise InvalidInput(f"block {i} has unknown type {kind!r} (known: {', '.join(BLOCK_TYPES)})", record=record)
+        clean = dict(block)
+        for key, value in block.items():
+            if isinstance(value, str):
+                check_text(value, f"block {i} {key}", record=record)
+        _check_json_strings(clean, f"block {i}", record)
+        blocks.append(clean)
+    return blocks
+
+
+def _check_json_strings(value: Any, what: str, record: str | None) -> None:
+    if isinstance(value, str):
+        check_text(value, what, record=record)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            check_text(str(k), f"{what} key", record=record)
+            _check_json_strings(v, what, record)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check_json_strings(v, what, record)
+
+
+def text_from_blocks(blocks: Sequence[Mapping[str, Any]]) -> str:
+    """The plain text a message contributes to search and summaries.
+
+    Text is kept, an image contributes its caption, a tool call its name and arguments, a tool
+    result its content; thinking is private reasoning and is left out.
+    """
+    parts: list[str] = []
+    for block in blocks:
+        kind = block["type"]
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "image" and block.get("caption"):
+            parts.append(f"[image: {block['caption']}]")
+        elif kind == "tool_call":
+            args = block.get("arguments")
+            args_text = args if isinstance(args, str) else json.dumps(args or {}, ensure_ascii=False)
+            parts.append(f"[tool call {block.get('name', '?')}({args_text})]")
+        elif kind == "tool_result":
+            result = block.get("content")
+            parts.append(result if isinstance(result, str) else json.dumps(result, ensure_ascii=False))
+    return "\n".join(p for p in parts if p).strip()
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A message to append, validated before anything touches the database."""
+
+    role: Role
+    blocks: list[dict[str, Any]]
+    text: str
+    external_id: str | None = None
+    created_at: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        role: str,
+        content: str | Sequence[Mapping[str, Any]],
+        *,
+        external_id: str | None = None,
+        created_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        record: str | None = None,
+    ) -> "NewMessage":
+        if role not in ROLES:
+            raise InvalidInput(f"unknown role {role!r} (known: {', '.join(ROLES)})", record=record)
+        blocks = blocks_from_content(content, record=record)
+        if external_id is not None:
+            check_text(str(external_id), "external_id", record=record)
+        meta = dict(metadata or {})
+        _check_json_strings(meta, "metadata", record)
+        text = text_from_blocks(blocks)
+        return cls(role=role, blocks=blocks, text=text,  # type: ignore[arg-type]
+                   external_id=None if external_id is None else str(external_id),
+                   created_at=created_at, metadata=meta)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: UUID
+    user_id: UUID
+    external_id: str | None
+    title: str | None
+    metadata: dict[str, Any]
+    message_count: int
+    created_at: datetime
+    last_message_at: datetime | None
+    closed_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "Conversation":
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Message:
+    id: UUID
+    conversation_id: UUID
+    user_id: UUID
+    seq: int
+    role: Role
+    content: list[dict[str, Any]]
+    text: str
+    external_id: str | None
+    token_count: int | None
+    created_at: datetime
+    metadata: dict[str, Any]
+    has_embedding: bool = False
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "Message":
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__ if k in row})
+
+    @property
+    def speaker(self) -> str:
+        """Who said it: the speaker name from metadata when known, else the role."""
+        return str(self.metadata.get("speaker") or self.role)
+
+
+@dataclass(frozen=True)
+class Summary:
+    id: UUID
+    conversation_id: UUID
+    user_id: UUID
+    level: int
+    is_master: bool
+    content: str
+    source_kind: Literal["message", "summary"]
+    source_ids: list[UUID]
+    first_seq: int
+    last_seq: int
+    token_count: int | None
+    edited: bool
+    superseded_by: UUID | None
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "Summary":
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__})

@@ -1,0 +1,81 @@
+-- Message store: conversations and messages, always scoped by user_id.
+
+-- name: upsert_conversation
+-- Get-or-create by (user_id, external_id); a conversation without external id is always new.
+with found as (
+  select * from memctx.conversations
+   where user_id = %(user_id)s::uuid and external_id = %(external_id)s::text
+), created as (
+  insert into memctx.conversations (user_id, external_id, title, metadata)
+  select %(user_id)s::uuid, %(external_id)s::text, %(title)s::text, %(metadata)s::jsonb
+   where not exists (select 1 from found)
+  on conflict (user_id, external_id) do nothing
+  returning *
+)
+select * from found union all select * from created
+
+-- name: get_conversation
+select * from memctx.conversations where id = %(conversation_id)s and user_id = %(user_id)s
+
+-- name: lock_conversation
+select id from memctx.conversations where id = %(conversation_id)s and user_id = %(user_id)s for update
+
+-- name: list_conversations
+select * from memctx.conversations where user_id = %(user_id)s
+ order by coalesce(last_message_at, created_at) desc limit %(limit)s
+
+-- name: existing_external_ids
+select external_id from memctx.messages
+ where conversation_id = %(conversation_id)s and external_id = any(%(external_ids)s::text[])
+
+-- name: insert_message
+insert into memctx.messages
+  (conversation_id, user_id, role, content, text, external_id, token_count, embedding, created_at, metadata)
+values
+  (%(conversation_id)s, %(user_id)s, %(role)s, %(content)s, %(text)s, %(external_id)s, %(token_count)s,
+   %(embedding)s, coalesce(%(created_at)s, now()), %(metadata)s)
+returning id, conversation_id, user_id, seq, role, content, text, external_id, token_count, created_at,
+          metadata, embedding is not null as has_embedding
+
+-- name: list_messages
+select id, conversation_id, user_id, seq, role, content, text, external_id, token_count, created_at,
+       metadata, embedding is not null as has_embedding
+  from memctx.messages
+ where conversation_id = %(conversation_id)s and user_id = %(user_id)s and seq > %(after_seq)s
+ order by seq
+ limit %(limit)s
+
+-- name: delete_conversation
+delete from memctx.conversations where id = %(conversation_id)s and user_id = %(user_id)s returning id
+
+-- name: forget_user
+-- Conversations cascade to every table that hangs off them; rows without a conversation
+-- reference are deleted by user_id directly. Returns what was deleted per table.
+with c as (delete from memctx.conversations where user_id = %(user_id)s returning id),
+     m as (delete from memctx.messages where user_id = %(user_id)s returning id),
+     s as (delete from memctx.summaries where user_id = %(user_id)s returning id),
+     b as (delete from memctx.summary_boards where user_id = %(user_id)s returning conversation_id),
+     w as (delete from memctx.working_memory_chunks where user_id = %(user_id)s returning id),
+     l as (delete from memctx.conversation_summaries where user_id = %(user_id)s returning conversation_id),
+     o as (delete from memctx.outbox where user_id = %(user_id)s returning id)
+select (select count(*) from c) as conversations, (select count(*) from m) as messages,
+       (select count(*) from s) as summaries, (select count(*) from b) as summary_boards,
+       (select count(*) from w) as working_memory_chunks, (select count(*) from l) as conversation_summaries,
+       (select count(*) from o) as outbox
+
+-- name: user_row_counts
+select (select count(*) from memctx.conversations where user_id = %(user_id)s) as conversations,
+       (select count(*) from memctx.messages where user_id = %(user_id)s) as messages,
+       (select count(*) from memctx.summaries where user_id = %(user_id)s) as summaries,
+       (select count(*) from memctx.summary_boards where user_id = %(user_id)s) as summary_boards,
+       (select count(*) from memctx.working_memory_chunks where user_id = %(user_id)s) as working_memory_chunks,
+       (select count(*) from memctx.conversation_summaries where user_id = %(user_id)s) as conversation_summaries,
+       (select count(*) from memctx.outbox where user_id = %(user_id)s) as outbox
+
+-- name: conversation_stats
+select c.id, c.external_id, c.title, c.message_count,
+       count(m.id) filter (where m.embedding is not null) as embedded,
+       coalesce(sum(m.token_count), 0) as tokens
+  from memctx.conversations c left join memctx.messages m on m.conversation_id = c.id
+ where c.user_id = %(user_id)s
+ group by c.id order by c.created_at

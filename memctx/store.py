@@ -1,0 +1,197 @@
+"""The message store: conversations and messages, scoped by user.
+
+Owns: creating conversations, appending validated messages (token-counted, embedded, one
+transaction per batch), reading them, deleting a conversation and forgetting a user. Every call
+takes the acting user's id; another user's id is indistinguishable from an unknown one.
+It does not summarize or search (`memctx.summarize`, `memctx.retrieve` do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+from uuid import UUID
+
+import numpy as np
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from memctx.embed import Embedder
+from memctx.models import Conversation, InvalidInput, Message, NewMessage, check_text
+from memctx.sql import QUERIES
+from memctx.tokens import TokenCounter
+
+# The single local user of a memctx without accounts (CLI, demo, benchmarks).
+DEFAULT_USER = UUID("00000000-0000-4000-8000-000000000001")
+
+
+class UnknownConversation(LookupError):
+    """No such conversation for this user (it may belong to another user, or not exist)."""
+
+    def __init__(self, conversation_id: UUID | str) -> None:
+        super().__init__(f"unknown conversation {conversation_id}")
+
+
+@dataclass(frozen=True)
+class PreparedMessage:
+    """A validated message with its token count, ready to embed and insert."""
+
+    message: NewMessage
+    token_count: int
+
+
+class MessageStore:
+    """Reads and writes conversations and messages through a connection pool."""
+
+    def __init__(self, pool: ConnectionPool, counter: TokenCounter, embedder: Embedder | None,
+                 *, max_message_tokens: int = 8_000) -> None:
+        self.pool = pool
+        self.counter = counter
+        self.embedder = embedder
+        self.max_message_tokens = max_message_tokens
+
+    # Conversations ---------------------------------------------------------------------------
+    def create_conversation(self, user_id: UUID, *, external_id: str | None = None, title: str | None = None,
+                            metadata: Mapping[str, Any] | None = None) -> Conversation:
+        """Create a conversation, or return the user's existing one with this external id."""
+        for value, what in ((external_id, "external_id"), (title, "title")):
+            if value is not None:
+                check_text(value, what)
+        with self.pool.connection() as conn:
+            row = conn.execute(QUERIES["upsert_conversation"], {
+                "user_id": user_id, "external_id": external_id, "title": title,
+                "metadata": Jsonb(dict(metadata or {}))}).fetchone()
+            if row is None:  # lost a race with a concurrent creator: it exists now
+                row = conn.execute(QUERIES["upsert_conversation"], {
+                    "user_id": user_id, "external_id": external_id, "title": title,
+                    "metadata": Jsonb(dict(metadata or {}))}).fetchone()
+        return Conversation.from_row(row)
+
+    def get_conversation(self, user_id: UUID, conversation_id: UUID) -> Conversation:
+        with self.pool.connection() as conn:
+            row = conn.execute(QUERIES["get_conversation"],
+                               {"user_id": user_id, "conversation_id": conversation_id}).fetchone()
+        if row is None:
+            raise UnknownConversation(conversation_id)
+        return Conversation.from_row(row)
+
+    def list_conversations(self, user_id: UUID, *, limit: int = 100) -> list[Conversation]:
+        with self.pool.connection() as conn:
+            rows = conn.execute(QUERIES["list_conversations"], {"user_id": user_id, "limit": limit}).fetchall()
+        return [Conversation.from_row(r) for r in rows]
+
+    def delete_conversation(self, user_id: UUID, conversation_id: UUID) -> None:
+        """Delete a conversation and everything derived from it."""
+        with self.pool.connection() as conn:
+            row = conn.execute(QUERIES["delete_conversation"],
+                               {"user_id": user_id, "conversation_id": conversation_id}).fetchone()
+        if row is None:
+            raise UnknownConversation(conversation_id)
+
+    def forget_user(self, user_id: UUID) -> dict[str, int]:
+        """Delete every row of this user in every table; returns the counts deleted.
+
+        Verified inside the same transaction: if any row of the user were left, nothing is
+        deleted and an error is raised.
+        """
+        with self.pool.connection() as conn, conn.transaction():
+            deleted = dict(conn.execute(QUERIES["forget_user"], {"user_id": user_id}).fetchone())
+            left = conn.execute(QUERIES["user_row_counts"], {"user_id": user_id}).fetchone()
+            if any(left.values()):
+                raise RuntimeError(f"forget_user left rows behind: {dict(left)}")
+        return {k: int(v) for k, v in deleted.items()}
+
+    # Messages ----------------------------------------------------------------------------------
+    def prepare(self, messages: Sequence[NewMessage], *, records: Sequence[str] | None = None) -> list[PreparedMessage]:
+        """Count tokens and refuse messages over the limit, before anything is written."""
+        counts = self.counter.count_many([m.text for m in messages])
+        for i, (message, count) in enumerate(zip(messages, counts)):
+            if count > self.max_message_tokens:
+                record = records[i] if records else (message.external_id or f"message {i}")
+                raise InvalidInput(f"message has {count} tokens, over the limit of {self.max_message_tokens}",
+                                   record=record)
+        return [PreparedMessage(m, c) for m, c in zip(messages, counts)]
+
+    def append_messages(self, user_id: UUID, conversation_id: UUID, messages: Sequence[NewMessage | PreparedMessage],
+                        *, embeddings: np.ndarray | None = None, embed: bool = True) -> list[Message]:
+        """Append messages in order, in one transaction; returns the stored messages.
+
+        Messages whose external id is already stored in the conversation are skipped, so a
+        re-run stores nothing new. Embeddings are computed here unless given (or embed=False,
+        which leaves them to the background worker).
+        """
+        prepared = self.prepare([m.message if isinstance(m, PreparedMessage) else m for m in messages]) \
+            if not all(isinstance(m, PreparedMessage) for m in messages) else list(messages)
+        with self.pool.connection() as conn, conn.transaction():
+            if conn.execute(QUERIES["lock_conversation"],
+                            {"user_id": user_id, "conversation_id": conversation_id}).fetchone() is None:
+                raise UnknownConversation(conversation_id)
+            keep = self._new_only(conn, conversation_id, prepared)
+            if not keep:
+                return []
+            vectors = self._vectors([prepared[i] for i in keep], embeddings[keep] if embeddings is not None else None, embed)
+            params = [self._params(user_id, conversation_id, prepared[i], vectors[j] if vectors is not None else None)
+                      for j, i in enumerate(keep)]
+            with conn.cursor() as cur:
+                cur.executemany(QUERIES["insert_message"], params, returning=True)
+                rows = []
+                while True:
+                    rows.extend(cur.fetchall())
+                    if not cur.nextset():
+                        break
+        return [Message.from_row(r) for r in rows]
+
+    def _new_only(self, conn, conversation_id: UUID, prepared: list[PreparedMessage]) -> list[int]:
+        external = [p.message.external_id for p in prepared if p.message.external_id is not None]
+        if len(set(external)) != len(external):
+            dup = next(e for e in external if external.count(e) > 1)
+            raise InvalidInput(f"external id {dup!r} appears twice in one batch", record=dup)
+        existing: set[str] = set()
+        if external:
+            existing = {r["external_id"] for r in conn.execute(
+                QUERIES["existing_external_ids"], {"conversation_id": conversation_id, "external_ids": external})}
+        return [i for i, p in enumerate(prepared) if p.message.external_id not in existing]
+
+    def stored_external_ids(self, user_id: UUID, conversation_id: UUID, external_ids: Sequence[str | None]) -> set[str]:
+        """Which of these external ids the conversation already holds."""
+        wanted = [e for e in external_ids if e is not None]
+        if not wanted:
+            return set()
+        with self.pool.connection() as conn:
+            self._require(conn, user_id, conversation_id)
+            return {r["external_id"] for r in conn.execute(
+                QUERIES["existing_external_ids"], {"conversation_id": conversation_id, "external_ids": wanted})}
+
+    @staticmethod
+    def _require(conn, user_id: UUID, conversation_id: UUID) -> None:
+        if conn.execute(QUERIES["get_conversation"],
+                        {"user_id": user_id, "conversation_id": conversation_id}).fetchone() is None:
+            raise UnknownConversation(conversation_id)
+
+    def _vectors(self, prepared: list[PreparedMessage], given: np.ndarray | None, embed: bool) -> np.ndarray | None:
+        if given is not None:
+            return given
+        if not embed or self.embedder is None:
+            return None
+        return self.embedder.embed([p.message.text for p in prepared])
+
+    @staticmethod
+    def _params(user_id: UUID, conversation_id: UUID, p: PreparedMessage, vector: np.ndarray | None) -> dict[str, Any]:
+        m = p.message
+        return {"conversation_id": conversation_id, "user_id": user_id, "role": m.role, "content": Jsonb(m.blocks),
+                "text": m.text, "external_id": m.external_id, "token_count": p.token_count, "embedding": vector,
+                "created_at": m.created_at, "metadata": Jsonb(m.metadata)}
+
+    def list_messages(self, user_id: UUID, conversation_id: UUID, *, after_seq: int = 0,
+                      limit: int | None = None) -> list[Message]:
+        with self.pool.connection() as conn:
+            rows = conn.execute(QUERIES["list_messages"], {
+                "user_id": user_id, "conversation_id": conversation_id, "after_seq": after_seq,
+                "limit": limit}).fetchall()
+            if not rows:
+                self._require(conn, user_id, conversation_id)
+        return [Message.from_row(r) for r in rows]
+
+    def conversation_stats(self, user_id: UUID) -> list[dict[str, Any]]:
+        with self.pool.connection() as conn:
+            return [dict(r) for r in conn.execute(QUERIES["conversation_stats"], {"user_id": user_id})]

