@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from memctx import db
+from memctx import commands_context, commands_worker, db
 from memctx.app import NotReady, open_app, prepare_database
 from memctx.config import Settings
 from memctx.ingest import IngestResult, ingest, load_file
@@ -158,6 +158,10 @@ def messages_cmd(conversation: str, user: Optional[str] = None, after: int = 0, 
         for m in rows:
             print(json.dumps({"id": str(m.id), "seq": m.seq, "role": m.role, "external_id": m.external_id,
                               "text": m.text, "token_count": m.token_count, "created_at": m.created_at.isoformat()}))
+
+
+commands_context.register(app)
+commands_worker.register(app)
 
 
 def main() -> None:

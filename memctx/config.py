@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     sweep_interval_s: float = Field(default=30.0, gt=0)
     metrics_port: int | None = Field(default=None, description="Prometheus /metrics port of the worker")
 
+    # Retrieval and context assembly ----------------------------------------------------------
+    # (fields of memory search and get_working_context go here)
+
     @model_validator(mode="after")
     def _check(self) -> "Settings":
         if self.sum_window >= self.n_sum:
