@@ -1,0 +1,74 @@
+"""The command line as a user runs it: embedded database lifecycle, demo, ingest errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def memctx(*args, env=None, check=True):
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "memctx", *args], capture_output=True, text=True,
+                          env=full_env, cwd=ROOT, timeout=180)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"memctx {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def test_embedded_database_lifecycle(tmp_path, monkeypatch):
+    monkeypatch.delenv("MEMCTX_DATABASE_URL", raising=False)
+    env = {"MEMCTX_HOME": str(tmp_path / "home")}
+    assert "stopped" in memctx("db", "status", env=env).stdout
+    url = memctx("db", "url", env=env).stdout.strip()
+    assert url.startswith("postgresql://") and str(tmp_path) in url
+    assert "running" in memctx("db", "status", env=env).stdout
+    assert memctx("db", "url", env=env).stdout.strip() == url  # reused, not restarted
+    assert memctx("db", "stop", env=env).stdout.strip() == "stopped"
+    assert "stopped" in memctx("db", "status", env=env).stdout
+
+
+def test_demo_ingests_the_shipped_conversation_once(database_url):
+    env = {"MEMCTX_DATABASE_URL": database_url}
+    first = memctx("demo", env=env)
+    lines = [json.loads(line) for line in first.stdout.splitlines() if line.startswith("{")]
+    assert {(r["external_id"], r["messages"]) for r in lines} == {("lisbon-trip", 20), ("bakery-stock", 7)}
+    assert "Planning a week in Lisbon" in first.stdout and "embedded" in first.stdout
+    again = memctx("demo", env=env)
+    assert all(json.loads(line)["messages"] == 0 for line in again.stdout.splitlines() if line.startswith("{"))
+
+
+def test_bad_file_exits_2_names_the_record_and_stores_nothing(database_url, tmp_path):
+    env = {"MEMCTX_DATABASE_URL": database_url}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"conversation": "a", "role": "user", "content": "ok"}\n{"conversation": "a", "role": "user", "content": "x\\u0000"}\n')
+    proc = memctx("ingest", str(bad), "--format", "jsonl", env=env, check=False)
+    assert proc.returncode == 2 and "bad.jsonl line 2" in proc.stderr and "NUL" in proc.stderr
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"conversation": "a", "role": "user", "content": "ok"}\n')
+    out = json.loads(memctx("ingest", str(good), "--format", "jsonl", env=env).stdout)
+    assert out["messages"] == 1  # nothing of the bad file was stored before
+
+
+def test_unmigrated_database_says_what_to_do(admin_url):
+    import uuid
+
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    name = f"memctx_bare_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'create database "{name}"')
+    try:
+        proc = memctx("ingest", str(ROOT / "memctx" / "data" / "demo.jsonl"),
+                      env={"MEMCTX_DATABASE_URL": make_conninfo(admin_url, dbname=name)}, check=False)
+        assert proc.returncode == 1 and "memctx migrate" in proc.stderr
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'drop database "{name}" with (force)')

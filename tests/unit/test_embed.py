@@ -1,0 +1,48 @@
+"""The local int8 MiniLM embedder agrees with fp32 sentence-transformers vectors."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memctx.embed import HashingEmbedder, LocalMiniLM
+
+REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "minilm_fp32_reference.json"
+
+
+@pytest.fixture(scope="module")
+def local():
+    return LocalMiniLM(batch_size=4)
+
+
+def test_int8_vectors_match_fp32_reference(local):
+    ref = json.loads(REFERENCE.read_text())
+    texts = [item["text"] for item in ref["items"]]
+    expected = np.asarray([item["vector"] for item in ref["items"]], dtype=np.float32)
+    got = local.embed(texts)
+    cosines = (got * expected).sum(axis=1)
+    assert got.shape == (len(texts), ref["dim"])
+    assert cosines.min() >= 0.99, dict(zip(texts, cosines.round(4)))
+
+
+def test_vectors_are_normalized_and_order_preserved(local):
+    texts = ["short", "a much longer sentence about Postgres and vectors " * 3, "medium length text here"]
+    together = local.embed(texts)
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    one_by_one = np.vstack([local.embed([t]) for t in texts])
+    assert np.allclose(together, one_by_one, atol=1e-4)  # batching/padding does not change results
+
+
+def test_semantics(local):
+    a, b, c = local.embed(["I adopted a puppy", "We got a new dog", "The stock market fell today"])
+    assert a @ b > a @ c + 0.2
+
+
+def test_empty_batch(local):
+    assert local.embed([]).shape == (0, 384)
+
+
+def test_hashing_embedder_is_deterministic():
+    e = HashingEmbedder(dim=32)
+    assert np.array_equal(e.embed(["same text"]), e.embed(["same text"]))
