@@ -1,0 +1,43 @@
+"""Prometheus metrics of the background work: summaries, boards, the outbox, failures.
+
+Owns: the metric objects, in one registry of their own (so importing memctx twice in a test run
+never registers a metric twice), and starting the /metrics HTTP endpoint. Library modules record
+into these; only the worker entry point serves them.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+SUMMARIES_GENERATED = Counter(
+    "memctx_summaries_generated_total", "Summaries written, by kind (level1, level2, ..., master_new, master_merge).",
+    ["kind", "summarizer"], registry=REGISTRY)
+SUMMARY_DURATION = Histogram(
+    "memctx_summary_generation_duration_seconds", "Time to write one summary, summarizer call and transaction.",
+    ["summarizer"], registry=REGISTRY,
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+SUMMARY_TOKENS = Histogram(
+    "memctx_summary_token_count", "Tokens of each summary written.", registry=REGISTRY,
+    buckets=(16, 32, 64, 100, 150, 200, 300, 500, 1000))
+BOARD_UPDATES = Counter("memctx_board_updates_total", "Summary board updates written.", registry=REGISTRY)
+BOARD_DURATION = Histogram("memctx_board_update_duration_seconds", "Time to update one board.", registry=REGISTRY,
+                           buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+MESSAGES_EMBEDDED = Counter("memctx_worker_messages_embedded_total",
+                            "Messages the worker embedded because they arrived without an embedding.",
+                            registry=REGISTRY)
+LONGTERM_WRITTEN = Counter("memctx_conversation_summaries_written_total",
+                           "Long-term conversation summaries written (idle or closed).", registry=REGISTRY)
+OUTBOX_BACKLOG = Gauge("memctx_outbox_backlog", "Outbox rows not processed yet.", registry=REGISTRY)
+OUTBOX_OLDEST_AGE = Gauge("memctx_outbox_oldest_pending_seconds", "Age of the oldest unprocessed outbox row.",
+                          registry=REGISTRY)
+JOBS_DISPATCHED = Counter("memctx_jobs_dispatched_total", "Conversation jobs sent to the queue.", ["kind"],
+                          registry=REGISTRY)
+FAILURES = Counter("memctx_worker_failures_total", "Failures, by kind (summarize, board, embed, job, dispatch, longterm).",
+                   ["kind"], registry=REGISTRY)
+
+
+def serve(port: int, addr: str = "0.0.0.0") -> None:
+    """Serve /metrics on `port` from a daemon thread."""
+    start_http_server(port, addr=addr, registry=REGISTRY)

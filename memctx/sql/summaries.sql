@@ -1,0 +1,118 @@
+-- Summary hierarchy and board: read the live chain, write summaries and boards. Always scoped by
+-- conversation (and user where a caller names one).
+
+-- name: lock_conversation_summaries
+-- One summarization at a time per conversation, held until the step's transaction ends. An
+-- advisory lock rather than the conversation row, so chat inserts (which update that row) never
+-- wait for a summarizer.
+select pg_advisory_xact_lock(hashtextextended('memctx.summarize:' || %(conversation_id)s::text, 0))
+
+-- name: conversation_owner
+select id, user_id, last_seq, message_count, closed_at from memctx.conversations
+ where id = %(conversation_id)s and user_id = %(user_id)s
+
+-- name: live_chain
+-- The live chain in chain order: master, summaries from the highest level down (oldest first),
+-- then the raw messages after the covered prefix (at most raw_limit of them; null = all).
+with live as (
+  select s.id, 'summary'::text as kind, s.level, s.is_master, s.first_seq, s.last_seq, s.content as text,
+         s.token_count, s.edited, null::text as role, null::text as speaker, null::timestamptz as created_at,
+         s.source_ids
+    from memctx.summaries s
+   where s.conversation_id = %(conversation_id)s and s.user_id = %(user_id)s and s.superseded_at is null
+), covered as (
+  select coalesce(max(last_seq), 0) as upto from live
+), raw as (
+  select m.id, 'message'::text as kind, 0::smallint as level, false as is_master, m.seq as first_seq,
+         m.seq as last_seq, m.text, m.token_count, false as edited, m.role, m.metadata ->> 'speaker' as speaker,
+         m.created_at, null::uuid[] as source_ids
+    from memctx.messages m, covered
+   where m.conversation_id = %(conversation_id)s and m.user_id = %(user_id)s and m.seq > covered.upto
+   order by m.seq
+   limit %(raw_limit)s
+)
+select * from (select * from live union all select * from raw) chain
+ order by is_master desc, level desc, first_seq
+
+-- name: insert_summary
+insert into memctx.summaries
+  (conversation_id, user_id, level, is_master, content, source_kind, source_ids, first_seq, last_seq,
+   token_count, summarizer)
+values
+  (%(conversation_id)s, %(user_id)s, %(level)s, %(is_master)s, %(content)s, %(source_kind)s, %(source_ids)s,
+   %(first_seq)s, %(last_seq)s, %(token_count)s, %(summarizer)s)
+returning id
+
+-- name: supersede_summaries
+update memctx.summaries
+   set superseded_by = %(superseded_by)s, superseded_at = now(), updated_at = now()
+ where id = any(%(ids)s::uuid[]) and conversation_id = %(conversation_id)s and superseded_at is null
+returning id
+
+-- name: merge_into_master
+-- The master is updated in place: it gains the merged summary as a source and its range grows.
+update memctx.summaries
+   set content = %(content)s, source_ids = source_ids || %(added)s::uuid[], last_seq = %(last_seq)s,
+       token_count = %(token_count)s, summarizer = %(summarizer)s, embedding = null, edited = false,
+       updated_at = now()
+ where id = %(id)s and conversation_id = %(conversation_id)s and is_master and superseded_at is null
+returning id
+
+-- name: unembedded_summaries
+select id, content from memctx.summaries
+ where conversation_id = %(conversation_id)s and embedding is null
+ order by first_seq, level
+ limit %(limit)s
+
+-- name: set_summary_embedding
+update memctx.summaries set embedding = %(embedding)s where id = %(id)s
+
+-- name: unembedded_messages
+select id, text, token_count from memctx.messages
+ where conversation_id = %(conversation_id)s and (embedding is null or token_count is null)
+ order by seq
+ limit %(limit)s
+
+-- name: set_message_embedding
+update memctx.messages
+   set embedding = coalesce(embedding, %(embedding)s), token_count = coalesce(token_count, %(token_count)s)
+ where id = %(id)s
+
+-- name: get_board
+select * from memctx.summary_boards where conversation_id = %(conversation_id)s and user_id = %(user_id)s
+
+-- name: board_pending_messages
+select id, role, text, seq, metadata ->> 'speaker' as speaker, created_at from memctx.messages
+ where conversation_id = %(conversation_id)s and user_id = %(user_id)s and seq > %(after_seq)s
+ order by seq
+ limit %(limit)s
+
+-- name: upsert_board
+insert into memctx.summary_boards
+  (conversation_id, user_id, current_summary, key_facts, entities, topics, action_items, pending_questions,
+   constraints, message_count, last_seq, update_frequency, counts, version, updated_at)
+values
+  (%(conversation_id)s, %(user_id)s, %(summary)s, %(key_facts)s, %(entities)s, %(topics)s, %(action_items)s,
+   %(pending_questions)s, %(constraints)s, %(message_count)s, %(last_seq)s, %(update_frequency)s, %(counts)s, 1, now())
+on conflict (conversation_id) do update
+   set current_summary = excluded.current_summary, key_facts = excluded.key_facts, entities = excluded.entities,
+       topics = excluded.topics, action_items = excluded.action_items,
+       pending_questions = excluded.pending_questions, constraints = excluded.constraints,
+       message_count = excluded.message_count, last_seq = excluded.last_seq, counts = excluded.counts,
+       version = memctx.summary_boards.version + 1, updated_at = now()
+
+-- name: retire_live_summaries
+-- A forced regeneration: the live summaries leave the chain (kept as history, superseded by none).
+update memctx.summaries set superseded_at = now(), updated_at = now()
+ where conversation_id = %(conversation_id)s and user_id = %(user_id)s and superseded_at is null
+
+-- name: delete_board
+delete from memctx.summary_boards where conversation_id = %(conversation_id)s and user_id = %(user_id)s
+
+-- name: edit_summary
+update memctx.summaries
+   set content = %(content)s, token_count = %(token_count)s, embedding = %(embedding)s, edited = true,
+       updated_at = now()
+ where id = %(id)s and user_id = %(user_id)s and superseded_at is null
+returning id, conversation_id, user_id, level, is_master, content, source_kind, source_ids, first_seq, last_seq,
+          token_count, edited, superseded_by, created_at

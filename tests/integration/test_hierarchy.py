@@ -1,0 +1,172 @@
+"""The hierarchy in the database matches the pure rules, whatever the arrival pattern."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from psycopg.types.json import Jsonb
+
+from memctx import hierarchy
+from memctx.ingest import load_file
+from memctx.store import DEFAULT_USER, UnknownConversation
+from memctx.summarize.chain import expected_chain
+
+USER = DEFAULT_USER
+
+
+def _sql_insert(app, conversation_id, messages) -> None:
+    """Insert messages the way any client would: plain SQL, no embedding, no token count."""
+    with app.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+        cur.executemany(
+            "insert into memctx.messages (conversation_id, role, content, text, created_at, metadata) "
+            "values (%s, %s, %s, %s, coalesce(%s, now()), %s)",
+            [(conversation_id, m.role, Jsonb(m.blocks), m.text, m.created_at, Jsonb(m.metadata)) for m in messages])
+
+
+def _locomo(locomo_path: Path, index: int = 0):
+    return load_file(locomo_path, "locomo")[index].messages
+
+
+def _shape(chain):
+    return [(c.level, c.is_master, c.first_seq, c.last_seq) for c in chain]
+
+
+def _expected_shape(n, app):
+    return [(e.level, e.is_master, e.first_seq, e.last_seq)
+            for e in expected_chain(n, hierarchy.chain_params(app.settings))]
+
+
+def _full_state(app, conversation_id):
+    """Everything a user sees of the chain and board (ids excluded)."""
+    chain = hierarchy.live_chain(app, USER, conversation_id)
+    board = hierarchy.get_board(app, USER, conversation_id)
+    return [(c.kind, c.level, c.is_master, c.first_seq, c.last_seq, c.text, c.token_count) for c in chain], board
+
+
+def test_catch_up_builds_the_expected_chain_with_sources_ranges_tokens_embeddings(app, locomo_path):
+    messages = _locomo(locomo_path)[:100]
+    conv = app.store.create_conversation(USER, title="chain")
+    _sql_insert(app, conv.id, messages)
+
+    result = hierarchy.catch_up(app, USER, conv.id)
+
+    assert result.embedded_messages == 100
+    chain = hierarchy.live_chain(app, USER, conv.id)
+    assert _shape(chain) == _expected_shape(100, app)
+    assert result.summaries_written > 0 and result.board_updates == 20
+    with app.pool.connection() as conn:
+        rows = conn.execute("select * from memctx.summaries where conversation_id = %s", (conv.id,)).fetchall()
+        unembedded = conn.execute("select count(*) as n from memctx.messages where conversation_id = %s "
+                                  "and (embedding is null or token_count is null)", (conv.id,)).fetchone()["n"]
+    assert unembedded == 0
+    assert all(r["embedding"] is not None and r["token_count"] and r["token_count"] <= app.settings.summary_length
+               for r in rows)
+    # Direct sources: a level-1 summary's sources are its messages, in order; no source is reused.
+    all_sources = [s for r in rows for s in r["source_ids"]]
+    assert len(all_sources) == len(set(all_sources))
+    msg_seq = {m.id: m.seq for m in app.store.list_messages(USER, conv.id)}
+    for r in rows:
+        if r["source_kind"] == "message":
+            assert [msg_seq[s] for s in r["source_ids"]] == list(range(r["first_seq"], r["last_seq"] + 1))
+    # The superseded summaries point at what replaced them.
+    by_id = {r["id"]: r for r in rows}
+    for r in rows:
+        if r["superseded_at"] is not None:
+            assert r["id"] in by_id[r["superseded_by"]]["source_ids"]
+
+
+def test_every_message_is_covered_by_exactly_one_live_element(app, locomo_path):
+    conv = app.store.create_conversation(USER)
+    _sql_insert(app, conv.id, _locomo(locomo_path)[:250])
+    hierarchy.catch_up(app, USER, conv.id)
+    chain = hierarchy.live_chain(app, USER, conv.id)
+    covered = [seq for c in chain for seq in range(c.first_seq, c.last_seq + 1)]
+    assert sorted(covered) == list(range(1, 251))
+    assert chain[0].is_master and sum(c.is_master for c in chain) == 1
+
+
+def test_catch_up_is_idempotent_and_a_second_run_writes_nothing(app, locomo_path):
+    conv = app.store.create_conversation(USER)
+    _sql_insert(app, conv.id, _locomo(locomo_path)[:40])
+    hierarchy.catch_up(app, USER, conv.id)
+    before = _full_state(app, conv.id)
+    again = hierarchy.catch_up(app, USER, conv.id)
+    assert again.summaries_written == 0 and again.board_updates == 0 and again.embedded_messages == 0
+    assert _full_state(app, conv.id) == before
+
+
+@hsettings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.integers(min_value=1, max_value=17), min_size=1, max_size=8),
+       params=st.tuples(st.integers(2, 7), st.integers(1, 6), st.integers(2, 4), st.integers(1, 3)))
+def test_any_arrival_pattern_gives_the_chain_of_one_message_at_a_time(app, locomo_path, batches, params):
+    n_sum, sum_window, n_sum_sum, max_sum_lvl = params
+    sum_window = min(sum_window, n_sum - 1)
+    settings = app.settings.model_copy(update={"n_sum": n_sum, "sum_window": sum_window, "n_sum_sum": n_sum_sum,
+                                               "max_sum_lvl": max_sum_lvl, "summary_length": 60,
+                                               "board_update_frequency": 4})
+    tuned = dataclasses.replace(app, settings=settings)
+    messages = _locomo(locomo_path)[: sum(batches)]
+    batched = tuned.store.create_conversation(USER)
+    at_once = tuned.store.create_conversation(USER)
+    start = 0
+    for size in batches:
+        _sql_insert(tuned, batched.id, messages[start:start + size])
+        start += size
+        hierarchy.catch_up(tuned, USER, batched.id)
+    _sql_insert(tuned, at_once.id, messages)
+    hierarchy.catch_up(tuned, USER, at_once.id)
+
+    assert _shape(hierarchy.live_chain(tuned, USER, batched.id)) == _expected_shape(len(messages), tuned)
+    # Same content too: the steps are deterministic given their sources.
+    assert _full_state(tuned, batched.id) == _full_state(tuned, at_once.id)
+
+
+def test_board_updates_every_update_frequency_messages_and_keeps_constraints(app):
+    conv = app.store.create_conversation(USER)
+    from memctx.models import NewMessage
+    texts = ["Please always answer in French from now on.", "Bien sûr, je répondrai en français.",
+             "My sister Anna lives in Lyon and works at Airbus.", "That sounds great.",
+             "Can you remind me to call the dentist on Friday?", "Sure, I noted it.", "What time is it in Lyon?"]
+    msgs = [NewMessage.build("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts)]
+    _sql_insert(app, conv.id, msgs)
+    result = hierarchy.catch_up(app, USER, conv.id)
+    assert result.board_updates == 1
+    board = hierarchy.get_board(app, USER, conv.id)
+    assert board.last_seq == 5 and board.message_count == 5
+    assert any("French" in c for c in board.constraints)
+    forced = hierarchy.catch_up(app, USER, conv.id, force_board=True)
+    assert forced.board_updates == 1
+    board = hierarchy.get_board(app, USER, conv.id)
+    assert board.last_seq == 7 and any("French" in c for c in board.constraints)
+
+
+def test_edit_keeps_text_until_forced_regeneration(app, locomo_path):
+    conv = app.store.create_conversation(USER)
+    _sql_insert(app, conv.id, _locomo(locomo_path)[:12])
+    hierarchy.catch_up(app, USER, conv.id)
+    target = next(c for c in hierarchy.live_chain(app, USER, conv.id) if c.kind == "summary")
+    edited = hierarchy.edit_summary(app, USER, target.id, "Caroline prefers to be called Caro.")
+    assert edited.edited and edited.token_count == app.counter.count("Caroline prefers to be called Caro.")
+    hierarchy.catch_up(app, USER, conv.id)
+    assert any(c.text == "Caroline prefers to be called Caro." for c in hierarchy.live_chain(app, USER, conv.id))
+    with app.pool.connection() as conn:
+        row = conn.execute("select edited, embedding is not null as e from memctx.summaries where id = %s",
+                           (target.id,)).fetchone()
+    assert row["edited"] and row["e"]
+
+    hierarchy.regenerate(app, USER, conv.id)
+    chain = hierarchy.live_chain(app, USER, conv.id)
+    assert all(c.text != "Caroline prefers to be called Caro." for c in chain)
+    assert _shape(chain) == _expected_shape(12, app)
+
+
+def test_another_users_conversation_is_unknown(app):
+    conv = app.store.create_conversation(USER)
+    import uuid
+    with pytest.raises(UnknownConversation):
+        hierarchy.catch_up(app, uuid.uuid4(), conv.id)
+    with pytest.raises(LookupError):
+        hierarchy.edit_summary(app, uuid.uuid4(), uuid.uuid4(), "x")
