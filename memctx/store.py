@@ -9,6 +9,7 @@ It does not summarize or search (`memctx.summarize`, `memctx.retrieve` do).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 from uuid import UUID
 
@@ -20,6 +21,9 @@ from memctx.embed import Embedder
 from memctx.models import Conversation, InvalidInput, Message, NewMessage, check_text
 from memctx.sql import QUERIES
 from memctx.tokens import TokenCounter
+
+# Binary COPY column types of `copy_messages` (in its column order).
+_COPY_TYPES = ["uuid", "uuid", "text", "jsonb", "text", "text", "int4", "vector", "timestamptz", "jsonb"]
 
 # The single local user of a memctx without accounts (CLI, demo, benchmarks).
 DEFAULT_USER = UUID("00000000-0000-4000-8000-000000000001")
@@ -123,22 +127,23 @@ class MessageStore:
         prepared = self.prepare([m.message if isinstance(m, PreparedMessage) else m for m in messages]) \
             if not all(isinstance(m, PreparedMessage) for m in messages) else list(messages)
         with self.pool.connection() as conn, conn.transaction():
-            if conn.execute(QUERIES["lock_conversation"],
-                            {"user_id": user_id, "conversation_id": conversation_id}).fetchone() is None:
+            locked = conn.execute(QUERIES["lock_conversation_seq"],
+                                  {"user_id": user_id, "conversation_id": conversation_id}).fetchone()
+            if locked is None:
                 raise UnknownConversation(conversation_id)
             keep = self._new_only(conn, conversation_id, prepared)
             if not keep:
                 return []
             vectors = self._vectors([prepared[i] for i in keep], embeddings[keep] if embeddings is not None else None, embed)
-            params = [self._params(user_id, conversation_id, prepared[i], vectors[j] if vectors is not None else None)
-                      for j, i in enumerate(keep)]
-            with conn.cursor() as cur:
-                cur.executemany(QUERIES["insert_message"], params, returning=True)
-                rows = []
-                while True:
-                    rows.extend(cur.fetchall())
-                    if not cur.nextset():
-                        break
+            now = datetime.now(timezone.utc)
+            with conn.cursor() as cur, cur.copy(QUERIES["copy_messages"]) as copy:
+                copy.set_types(_COPY_TYPES)
+                for j, i in enumerate(keep):
+                    copy.write_row(self._row(user_id, conversation_id, prepared[i],
+                                             vectors[j] if vectors is not None else None, now))
+            # The conversation row is locked: every row after last_seq is one of ours.
+            rows = conn.execute(QUERIES["messages_after"], {"conversation_id": conversation_id,
+                                                            "after_seq": locked["last_seq"]}).fetchall()
         return [Message.from_row(r) for r in rows]
 
     def _new_only(self, conn, conversation_id: UUID, prepared: list[PreparedMessage]) -> list[int]:
@@ -176,11 +181,11 @@ class MessageStore:
         return self.embedder.embed([p.message.text for p in prepared])
 
     @staticmethod
-    def _params(user_id: UUID, conversation_id: UUID, p: PreparedMessage, vector: np.ndarray | None) -> dict[str, Any]:
+    def _row(user_id: UUID, conversation_id: UUID, p: PreparedMessage, vector: np.ndarray | None,
+             now: datetime) -> tuple:
         m = p.message
-        return {"conversation_id": conversation_id, "user_id": user_id, "role": m.role, "content": Jsonb(m.blocks),
-                "text": m.text, "external_id": m.external_id, "token_count": p.token_count, "embedding": vector,
-                "created_at": m.created_at, "metadata": Jsonb(m.metadata)}
+        return (conversation_id, user_id, m.role, Jsonb(m.blocks), m.text, m.external_id, p.token_count,
+                vector, m.created_at or now, Jsonb(m.metadata))
 
     def list_messages(self, user_id: UUID, conversation_id: UUID, *, after_seq: int = 0,
                       limit: int | None = None) -> list[Message]:

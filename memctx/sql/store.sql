@@ -17,9 +17,6 @@ select * from found union all select * from created
 -- name: get_conversation
 select * from memctx.conversations where id = %(conversation_id)s and user_id = %(user_id)s
 
--- name: lock_conversation
-select id from memctx.conversations where id = %(conversation_id)s and user_id = %(user_id)s for update
-
 -- name: list_conversations
 select * from memctx.conversations where user_id = %(user_id)s
  order by coalesce(last_message_at, created_at) desc limit %(limit)s
@@ -27,15 +24,6 @@ select * from memctx.conversations where user_id = %(user_id)s
 -- name: existing_external_ids
 select external_id from memctx.messages
  where conversation_id = %(conversation_id)s and external_id = any(%(external_ids)s::text[])
-
--- name: insert_message
-insert into memctx.messages
-  (conversation_id, user_id, role, content, text, external_id, token_count, embedding, created_at, metadata)
-values
-  (%(conversation_id)s, %(user_id)s, %(role)s, %(content)s, %(text)s, %(external_id)s, %(token_count)s,
-   %(embedding)s, coalesce(%(created_at)s, now()), %(metadata)s)
-returning id, conversation_id, user_id, seq, role, content, text, external_id, token_count, created_at,
-          metadata, embedding is not null as has_embedding
 
 -- name: list_messages
 select id, conversation_id, user_id, seq, role, content, text, external_id, token_count, created_at,
@@ -79,3 +67,19 @@ select c.id, c.external_id, c.title, c.message_count,
   from memctx.conversations c left join memctx.messages m on m.conversation_id = c.id
  where c.user_id = %(user_id)s
  group by c.id order by c.created_at
+
+-- name: copy_messages
+copy memctx.messages (conversation_id, user_id, role, content, text, external_id, token_count, embedding,
+                      created_at, metadata)
+from stdin (format binary)
+
+-- name: messages_after
+select id, conversation_id, user_id, seq, role, content, text, external_id, token_count, created_at,
+       metadata, embedding is not null as has_embedding
+  from memctx.messages
+ where conversation_id = %(conversation_id)s and seq > %(after_seq)s
+ order by seq
+
+-- name: lock_conversation_seq
+select last_seq from memctx.conversations
+ where id = %(conversation_id)s and user_id = %(user_id)s for update
