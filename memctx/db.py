@@ -86,11 +86,16 @@ def stop_embedded(settings: Settings) -> bool:
     status = embedded_status(settings)
     if status.mode != "embedded" or not status.running:
         return False
+    stop_pgdata(status.pgdata)
+    return True
+
+
+def stop_pgdata(pgdata: Path) -> None:
+    """Fast shutdown of the embedded server that owns `pgdata` (pgserver runs it as user
+    `pgserver` when we are root)."""
     from pgserver._commands import pg_ctl
 
-    user = "pgserver" if os.geteuid() == 0 else None
-    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=status.pgdata, user=user)
-    return True
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user="pgserver" if os.geteuid() == 0 else None)
 
 
 def _reachable(url: str) -> bool:

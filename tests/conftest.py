@@ -37,9 +37,10 @@ def admin_url(tmp_path_factory) -> Iterator[str]:
     if external:
         yield external
         return
-    server = db.start_embedded(tmp_path_factory.mktemp("pg") / "pgdata")
+    pgdata = tmp_path_factory.mktemp("pg") / "pgdata"
+    server = db.start_embedded(pgdata)
     yield server.get_uri()
-    server.cleanup()
+    db.stop_pgdata(pgdata)
 
 
 @pytest.fixture(scope="session")
