@@ -67,6 +67,10 @@ class Settings(BaseSettings):
     worker_threads: int = Field(default=2, ge=1)
     sweep_interval_s: float = Field(default=30.0, gt=0)
     metrics_port: int | None = Field(default=None, description="Prometheus /metrics port of the worker")
+    claim_lease_s: float = Field(default=60.0, gt=0, description="a claimed outbox row not done by then is re-claimed")
+    outbox_max_attempts: int = Field(default=10, ge=1, description="claims of one outbox row before it is left alone")
+    dispatch_debounce_ms: int = Field(default=20, ge=0, description="wait for more NOTIFYs before claiming")
+    outbox_keep_hours: float = Field(default=24.0, ge=0, description="processed outbox rows are purged after this")
 
     # Retrieval and context assembly ----------------------------------------------------------
     # (fields of memory search and get_working_context go here)

@@ -116,3 +116,41 @@ update memctx.summaries
  where id = %(id)s and user_id = %(user_id)s and superseded_at is null
 returning id, conversation_id, user_id, level, is_master, content, source_kind, source_ids, first_seq, last_seq,
           token_count, edited, superseded_by, created_at
+
+-- Long-term, cross-session ---------------------------------------------------------------------
+
+-- name: upsert_conversation_summary
+insert into memctx.conversation_summaries
+  (conversation_id, user_id, summary, key_facts, entities, topics, action_items, pending_questions,
+   first_seq, last_seq, token_count, embedding)
+values
+  (%(conversation_id)s, %(user_id)s, %(summary)s, %(key_facts)s, %(entities)s, %(topics)s, %(action_items)s,
+   %(pending_questions)s, %(first_seq)s, %(last_seq)s, %(token_count)s, %(embedding)s)
+on conflict (conversation_id) do update
+   set summary = excluded.summary, key_facts = excluded.key_facts, entities = excluded.entities,
+       topics = excluded.topics, action_items = excluded.action_items,
+       pending_questions = excluded.pending_questions, first_seq = excluded.first_seq,
+       last_seq = excluded.last_seq, token_count = excluded.token_count, embedding = excluded.embedding,
+       updated_at = now()
+returning conversation_id, user_id, summary, key_facts, entities, topics, action_items, pending_questions,
+          first_seq, last_seq, token_count, updated_at
+
+-- name: mark_conversation_closed
+update memctx.conversations set closed_at = now() where id = %(conversation_id)s and user_id = %(user_id)s
+
+-- name: latest_conversation_summary
+-- The user's most recent other conversation that has a long-term summary.
+select cs.conversation_id, cs.user_id, cs.summary, cs.key_facts, cs.entities, cs.topics, cs.action_items,
+       cs.pending_questions, cs.first_seq, cs.last_seq, cs.token_count, cs.updated_at, c.title,
+       c.last_message_at
+  from memctx.conversation_summaries cs
+  join memctx.conversations c on c.id = cs.conversation_id
+ where cs.user_id = %(user_id)s
+   and (%(exclude)s::uuid is null or cs.conversation_id <> %(exclude)s::uuid)
+ order by c.last_message_at desc nulls last, cs.updated_at desc
+ limit 1
+
+-- name: get_conversation_summary
+select conversation_id, user_id, summary, key_facts, entities, topics, action_items, pending_questions,
+       first_seq, last_seq, token_count, updated_at
+  from memctx.conversation_summaries where conversation_id = %(conversation_id)s and user_id = %(user_id)s

@@ -1,0 +1,179 @@
+"""From inserted messages to queued jobs: LISTEN/NOTIFY, outbox claims, sweeps, and the job itself.
+
+Owns: the dispatcher (LISTENs on `memctx_outbox`, claims pending outbox rows with
+`FOR UPDATE SKIP LOCKED`, coalesces them into one job per conversation, sweeps on start and
+periodically for rows whose NOTIFY was missed or whose claim expired, queues idle conversations
+for their long-term summary, and reports the backlog) and `run_job`, the one function a worker's
+actor calls. It does not know the broker: jobs leave through a `send` callable.
+
+Correctness does not rest on the queue: a job brings its conversation fully up to date from the
+database (memctx.hierarchy.catch_up), so a lost, duplicated or repeated job costs time, never
+consistency; outbox rows are marked processed only after their job finished.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable
+from uuid import UUID
+
+from memctx import db, hierarchy, longterm, metrics
+from memctx.app import App
+from memctx.sql import QUERIES
+from memctx.store import UnknownConversation
+from memctx.summarize.types import Summarizer
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "memctx_outbox"
+CLAIM_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class Job:
+    """Bring one conversation up to date; with `close`, also write its long-term summary."""
+
+    user_id: UUID
+    conversation_id: UUID
+    close: bool = False
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class JobResult:
+    catch_up: hierarchy.CatchUpResult | None
+    closed: bool
+    marked: int
+
+
+def run_job(app: App, user_id: UUID, conversation_id: UUID, *, close: bool = False, force: bool = False,
+            summarizer: Summarizer | None = None) -> JobResult:
+    """The worker's one job: catch up, close if asked, then mark the outbox rows processed.
+
+    A deleted conversation is not an error (its outbox rows went with it).
+    """
+    started_at = datetime.now(timezone.utc)
+    try:
+        result = hierarchy.catch_up(app, user_id, conversation_id, summarizer, force_board=force or close)
+        closed = False
+        if close:
+            longterm.close_conversation(app, user_id, conversation_id, summarizer, catch_up_first=False)
+            closed = True
+    except UnknownConversation:
+        return JobResult(None, False, 0)
+    except Exception as exc:
+        metrics.FAILURES.labels(kind="job").inc()
+        with app.pool.connection() as conn:
+            conn.execute(QUERIES["record_outbox_error"],
+                         {"conversation_id": conversation_id, "error": f"{type(exc).__name__}: {exc}"[:2000]})
+        raise
+    with app.pool.connection() as conn:
+        marked = conn.execute(QUERIES["mark_outbox_processed"], {
+            "conversation_id": conversation_id, "upto_seq": result.last_seq, "started_at": started_at}).rowcount
+    return JobResult(result, closed, marked)
+
+
+def request(app: App, user_id: UUID, conversation_id: UUID, kind: str) -> bool:
+    """Ask the worker for 'summarize' or 'close' on a conversation; False if it is not the user's."""
+    if kind not in ("summarize", "close"):
+        raise ValueError(f"unknown request kind {kind!r}")
+    with app.pool.connection() as conn:
+        return conn.execute(QUERIES["enqueue_request"], {"user_id": user_id, "conversation_id": conversation_id,
+                                                         "kind": kind}).fetchone() is not None
+
+
+@dataclass(frozen=True)
+class Backlog:
+    pending: int
+    oldest_s: float
+    dead: int  # rows that reached outbox_max_attempts and are left alone
+
+
+def backlog(app: App) -> Backlog:
+    with app.pool.connection() as conn:
+        row = conn.execute(QUERIES["outbox_backlog"], {"max_attempts": app.settings.outbox_max_attempts}).fetchone()
+    metrics.OUTBOX_BACKLOG.set(row["pending"])
+    metrics.OUTBOX_OLDEST_AGE.set(row["oldest_s"])
+    return Backlog(int(row["pending"]), float(row["oldest_s"]), int(row["dead"]))
+
+
+class Dispatcher:
+    """Turns outbox rows into jobs. Any number may run, on any machines: claims never overlap."""
+
+    def __init__(self, app: App, send: Callable[[Job], None], *, name: str | None = None) -> None:
+        self.app = app
+        self.send = send
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        self.stopping = threading.Event()
+        self.ready = threading.Event()  # set once LISTEN is active and the start-up sweep is done
+
+    def dispatch_pending(self) -> int:
+        """Claim every claimable row now; one job per conversation per claim batch. Returns jobs sent."""
+        settings = self.app.settings
+        sent = 0
+        while True:
+            with self.app.pool.connection() as conn:
+                groups = conn.execute(QUERIES["claim_outbox"], {
+                    "lease_s": settings.claim_lease_s, "max_attempts": settings.outbox_max_attempts,
+                    "limit": CLAIM_BATCH, "claimed_by": self.name}).fetchall()
+            for g in groups:
+                job = Job(g["user_id"], g["conversation_id"], close=g["close"], force=g["summarize"])
+                self.send(job)
+                metrics.JOBS_DISPATCHED.labels(kind="close" if job.close else "update").inc()
+                sent += 1
+            if sum(g["rows"] for g in groups) < CLAIM_BATCH:
+                return sent
+
+    def sweep(self) -> int:
+        """Queue idle conversations for closing, claim whatever is pending or expired, purge old rows."""
+        settings = self.app.settings
+        with self.app.pool.connection() as conn:
+            conn.execute(QUERIES["enqueue_idle_closes"], {"idle_s": settings.idle_close_minutes * 60, "limit": 1000})
+            conn.execute(QUERIES["purge_processed_outbox"], {"keep_s": settings.outbox_keep_hours * 3600})
+        sent = self.dispatch_pending()
+        backlog(self.app)
+        return sent
+
+    def run(self) -> None:
+        """LISTEN, sweep once, then dispatch on every NOTIFY and sweep every sweep_interval_s."""
+        settings = self.app.settings
+        while not self.stopping.is_set():
+            try:
+                self._listen_loop(settings)
+            except Exception:  # connection lost or a query failed: reconnect, the sweep catches up
+                metrics.FAILURES.labels(kind="dispatch").inc()
+                log.exception("dispatcher error; reconnecting in 1 s")
+                self.stopping.wait(1.0)
+
+    def _listen_loop(self, settings) -> None:
+        with db.connect(self.app.url, settings, autocommit=True) as conn:
+            conn.execute(f"listen {CHANNEL}")
+            self.sweep()  # after LISTEN: nothing inserted from here on can be missed
+            self.ready.set()
+            next_sweep = time.monotonic() + settings.sweep_interval_s
+            while not self.stopping.is_set():
+                timeout = max(0.0, min(next_sweep - time.monotonic(), 1.0))
+                woke = any(True for _ in conn.notifies(timeout=timeout, stop_after=1))
+                if woke:
+                    if settings.dispatch_debounce_ms:  # let a burst land, then claim it as one job
+                        time.sleep(settings.dispatch_debounce_ms / 1000)
+                    for _ in conn.notifies(timeout=0):
+                        pass
+                    self.dispatch_pending()
+                if time.monotonic() >= next_sweep:
+                    self.sweep()
+                    next_sweep = time.monotonic() + settings.sweep_interval_s
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run, name="memctx-dispatcher", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self.stopping.set()
