@@ -1,0 +1,60 @@
+"""Exact token accounting of chat messages and greedy packing under a budget.
+
+Owns: the cost of a chat-completions message list in tokens (OpenAI's published formula:
+3 tokens per message + its role + its content, and 3 to prime the reply; contents counted with
+tiktoken) and the packing rules. Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Generic, Iterable, Sequence, TypeVar
+
+from memctx.tokens import TokenCounter
+
+PER_MESSAGE = 3
+REPLY_PRIMING = 3
+
+T = TypeVar("T")
+
+
+class BudgetTooSmall(ValueError):
+    """The system prompt and the query alone do not fit the budget."""
+
+
+def message_tokens(counter: TokenCounter, role: str, content: str) -> int:
+    return PER_MESSAGE + counter.count(role) + counter.count(content)
+
+
+def messages_tokens(counter: TokenCounter, messages: Sequence[dict[str, str]]) -> int:
+    """Tokens a chat-completions request spends on `messages` (incl. the reply priming)."""
+    return REPLY_PRIMING + sum(message_tokens(counter, m["role"], m["content"]) for m in messages)
+
+
+@dataclass(frozen=True)
+class Packed(Generic[T]):
+    kept: list[T]
+    left: list[T]
+    tokens: int
+
+
+def pack(items: Iterable[T], cost: Callable[[T], int], budget: int) -> Packed[T]:
+    """Take items in order while they fit; an item that does not fit is skipped, later smaller
+    ones may still fit (best-first greedy knapsack)."""
+    kept: list[T] = []
+    left: list[T] = []
+    used = 0
+    for item in items:
+        c = cost(item)
+        if used + c <= budget:
+            kept.append(item)
+            used += c
+        else:
+            left.append(item)
+    return Packed(kept, left, used)
+
+
+def shares(available: int, current_share: float) -> tuple[int, int]:
+    """Split the tokens left after system prompt and query: (current context, memories)."""
+    current = int(available * current_share)
+    return current, available - current

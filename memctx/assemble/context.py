@@ -1,0 +1,273 @@
+"""get_working_context: the best context per token for the user's next message.
+
+Owns: assembling a `WorkingContext` in the seeds' priority order — system prompt, external
+search results (a seam, empty for now), memory search results (most relevant nearest the
+query), the current context (summaries, board, recent raw turns), the user's query last —
+within an exact token budget, with the sources of every item. With the feature flag off it
+returns the status quo (the last N raw messages that fit) so both can run side by side.
+It never calls an LLM; it does not write anything.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Mapping, Protocol, Sequence
+from uuid import UUID
+
+from psycopg_pool import ConnectionPool
+
+from memctx.assemble.budget import BudgetTooSmall, message_tokens, messages_tokens, shares
+from memctx.assemble.current import Compressor, CurrentItems, fit_current
+from memctx.assemble.render import EXTERNAL_HEADER, memory_block, memory_section
+from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
+from memctx.retrieve.search import MemorySearch, SearchOptions
+from memctx.retrieve.types import Memory
+from memctx.sql import QUERIES
+from memctx.store import UnknownConversation
+from memctx.tokens import TokenCounter
+
+
+@dataclass(frozen=True)
+class ContextOptions:
+    enabled: bool = True
+    status_quo_messages: int = 20
+    current_share: float = 0.25
+    recent_turns: int = 8
+    system_prompt: str = "You are a helpful assistant. Use the conversation memory below when it is relevant."
+    memory_candidates: int = 120  # memories considered when filling the memory section
+    scope: Literal["conversation", "user"] = "conversation"
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "ContextOptions":
+        return cls(enabled=settings.context_enabled, status_quo_messages=settings.context_status_quo_messages,
+                   current_share=settings.context_current_share, recent_turns=settings.context_recent_turns,
+                   system_prompt=settings.context_system_prompt)
+
+
+@dataclass(frozen=True)
+class ExternalResult:
+    title: str
+    url: str
+    snippet: str
+
+
+class ExternalSearch(Protocol):
+    """Web or document search results for the query (a later issue fills this seam)."""
+
+    def search(self, query: str, *, max_tokens: int) -> list[ExternalResult]: ...
+
+
+class NoExternalSearch:
+    def search(self, query: str, *, max_tokens: int) -> list[ExternalResult]:
+        return []
+
+
+class ContextAssembler:
+    """Builds working contexts; one per app, safe to share between threads."""
+
+    def __init__(self, pool: ConnectionPool, counter: TokenCounter, search: MemorySearch,
+                 options: ContextOptions | None = None, *, external: ExternalSearch | None = None,
+                 compressor: Compressor | None = None) -> None:
+        self.pool = pool
+        self.counter = counter
+        self.search = search
+        self.options = options or ContextOptions()
+        self.external = external or NoExternalSearch()
+        self.compressor = compressor if compressor is not None else extractive_compressor(counter)
+
+    def get_working_context(self, user: UUID, conversation: UUID, query: str, token_budget: int, *,
+                            system_prompt: str | None = None, status_quo: bool | None = None,
+                            search_options: SearchOptions | None = None,
+                            options: ContextOptions | None = None) -> WorkingContext:
+        opts = options or self.options
+        started = time.perf_counter()
+        system = {"role": "system", "content": system_prompt if system_prompt is not None else opts.system_prompt}
+        ask = {"role": "user", "content": query}
+        fixed = messages_tokens(self.counter, [system, ask])
+        if fixed > token_budget:
+            raise BudgetTooSmall(f"the system prompt and the query take {fixed} tokens, over the budget of {token_budget}")
+        use_status_quo = (not opts.enabled) if status_quo is None else status_quo
+        if use_status_quo:
+            return self._status_quo(user, conversation, system, ask, token_budget, fixed, opts, started)
+        return self._assemble(user, conversation, system, ask, token_budget, fixed, opts, search_options, started)
+
+    # The memctx path ---------------------------------------------------------------------------
+    def _assemble(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
+                  opts: ContextOptions, search_options: SearchOptions | None, started: float) -> WorkingContext:
+        timings: dict[str, float] = {}
+        available = budget - fixed
+        current_share, _ = shares(available, opts.current_share)
+        rows = self._current_rows(user, conversation, opts.recent_turns)
+        timings["current_sql"] = _ms(started)
+        items = CurrentItems.from_rows(rows, opts.recent_turns)
+        cuts = fit_current(items, current_share, self.counter, self.compressor)
+        current_messages = items.messages()
+        current_tokens = sum(message_tokens(self.counter, m["role"], m["content"]) for m in current_messages)
+        external_messages, external_tokens = self._external(ask["content"], 0)
+        memory_budget = available - current_tokens - external_tokens
+        t0 = time.perf_counter()
+        sopts = replace(search_options or self.search.options, limit=opts.memory_candidates)
+        memories = self.search.search(user, ask["content"], conversation if opts.scope == "conversation" else None,
+                                      options=sopts)
+        timings["search"] = _ms(t0)
+        shown = {str(t["id"]) for t in items.turns}
+        memory_message, memory_sources, memory_tokens, memory_cuts = self._memories(memories, shown, memory_budget)
+        cuts += memory_cuts
+        messages = [system, *external_messages, *([memory_message] if memory_message else []), *current_messages, ask]
+        total = messages_tokens(self.counter, messages)
+        assert total <= budget, f"assembled {total} tokens over the budget of {budget}"
+        sections = [
+            SectionReport("system", message_tokens(self.counter, "system", system["content"]),
+                          message_tokens(self.counter, "system", system["content"]), 1),
+            SectionReport("external", 0, external_tokens, len(external_messages)),
+            SectionReport("memories", memory_budget, memory_tokens, len(memory_sources)),
+            SectionReport("current", current_share, current_tokens, len(current_messages)),
+            SectionReport("query", message_tokens(self.counter, "user", ask["content"]),
+                          message_tokens(self.counter, "user", ask["content"]), 1),
+        ]
+        sources = memory_sources + items.sources(conversation)
+        timings["total"] = _ms(started)
+        return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total, sections=sections,
+                              sources=sources, cuts=cuts, timings_ms=timings)
+
+    def _current_rows(self, user: UUID, conversation: UUID, recent: int) -> list[dict[str, Any]]:
+        with self.pool.connection() as conn:
+            rows = conn.execute(QUERIES["current_context"], {"user_id": user, "conversation_id": conversation,
+                                                             "recent_limit": recent}).fetchall()
+        if not any(r["kind"] == "conversation" for r in rows):
+            raise UnknownConversation(conversation)
+        return rows
+
+    def _external(self, query: str, max_tokens: int) -> tuple[list[dict[str, str]], int]:
+        """The external-search seam: no engine is wired yet, so it contributes nothing."""
+        results = self.external.search(query, max_tokens=max_tokens) if max_tokens > 0 else []
+        if not results:
+            return [], 0
+        text = "\n".join([EXTERNAL_HEADER, *(f"- {r.title} ({r.url}): {r.snippet}" for r in results)])
+        message = {"role": "system", "content": text}
+        return [message], message_tokens(self.counter, "system", text)
+
+    def _memories(self, memories: Sequence[Memory], shown: set[str], budget: int
+                  ) -> tuple[dict[str, str] | None, list[Source], int, list[Cut]]:
+        """Fill the memory section best first; returns its message, sources, tokens and cuts."""
+        base = message_tokens(self.counter, "system", memory_section([]))
+        used = base
+        chosen: list[tuple[Memory, str, list]] = []
+        left: list[Memory] = []
+        for memory in memories:
+            fragments = [f for f in memory.fragments if str(f.id) not in shown]
+            if not fragments:
+                continue
+            block = memory_block(memory, fragments)
+            cost = self.counter.count(block) + 1
+            if used + cost > budget:
+                left.append(memory)
+                continue
+            chosen.append((memory, block, fragments))
+            shown.update(str(f.id) for f in fragments)
+            used += cost
+        message = _memory_message(chosen)
+        while chosen and message_tokens(self.counter, "system", message["content"]) > budget:
+            left.append(chosen.pop()[0])  # tokenization across joins differed: drop the least relevant
+            message = _memory_message(chosen)
+        if not chosen:
+            return None, [], 0, _memory_cuts(left)
+        tokens = message_tokens(self.counter, "system", message["content"])
+        return message, _memory_sources(chosen), tokens, _memory_cuts(left)
+
+    # The status quo ----------------------------------------------------------------------------
+    def _status_quo(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
+                    opts: ContextOptions, started: float) -> WorkingContext:
+        """The last N raw messages that fit, nothing else (seed 002's comparison arm)."""
+        rows = self._current_rows(user, conversation, opts.status_quo_messages)
+        turns = sorted((r for r in rows if r["kind"] == "message"), key=lambda r: r["last_seq"])
+        kept: list[Mapping[str, Any]] = []
+        used = fixed
+        for t in reversed(turns):
+            cost = message_tokens(self.counter, _chat_role(t["role"]), t["content"])
+            if used + cost > budget:
+                break
+            kept.insert(0, t)
+            used += cost
+        messages = [system, *({"role": _chat_role(t["role"]), "content": t["content"]} for t in kept), ask]
+        sources = [Source(kind="message", id=t["id"], section="current", external_id=t["external_id"],
+                          conversation_id=conversation, seq=t["last_seq"]) for t in kept]
+        cuts = [Cut("dropped", "current", "message", tuple(str(t["id"]) for t in turns[:len(turns) - len(kept)]),
+                    "status quo: older messages do not fit")] if len(kept) < len(turns) else []
+        total = messages_tokens(self.counter, messages)
+        return WorkingContext(mode="status_quo", messages=messages, budget=budget, tokens=total,
+                              sections=[SectionReport("current", budget - fixed, total - fixed, len(kept))],
+                              sources=sources, cuts=cuts, timings_ms={"total": _ms(started)})
+
+
+def _chat_role(role: str) -> str:
+    return role if role in ("user", "assistant") else "user"
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)
+
+
+def _memory_message(chosen: Sequence[tuple[Memory, str, list]]) -> dict[str, str]:
+    # Best first while packing; shown least relevant first so the best sit nearest the query.
+    return {"role": "system", "content": memory_section([block for _, block, _ in reversed(chosen)])}
+
+
+def _memory_sources(chosen: Sequence[tuple[Memory, str, list]]) -> list[Source]:
+    out: list[Source] = []
+    for memory, _, fragments in reversed(chosen):
+        if memory.kind == "message":
+            out += [Source(kind="message", id=f.id, section="memories", external_id=f.external_id,
+                           conversation_id=f.conversation_id, seq=f.seq,
+                           detail="hit" if f.id == memory.id else "context") for f in fragments]
+        else:
+            out.append(Source(kind="summary", id=memory.id, section="memories", conversation_id=memory.conversation_id,
+                              first_seq=memory.provenance.first_seq, last_seq=memory.provenance.last_seq,
+                              detail=memory.kind))
+    return out
+
+
+def _memory_cuts(left: Sequence[Memory]) -> list[Cut]:
+    if not left:
+        return []
+    return [Cut("dropped", "memories", "memory", tuple(str(m.id) for m in left),
+                "lower-ranked memories beyond the memory budget", sum(m.token_count for m in left))]
+
+
+def extractive_compressor(counter: TokenCounter) -> Compressor | None:
+    """Seed 003's compression with the extractive summarizer (None if it is not installed)."""
+    try:
+        from memctx.summarize.extractive import ExtractiveSummarizer
+        from memctx.summarize.types import SourceText
+    except ImportError:
+        return None
+    summarizer = ExtractiveSummarizer(counter)
+
+    def compress(turns: Sequence[Mapping[str, Any]], max_tokens: int) -> str | None:
+        sources = [SourceText(id=t["id"], kind="message", role=t["role"], speaker=t["speaker"], text=t["content"],
+                              first_seq=t["last_seq"], last_seq=t["last_seq"], created_at=t["created_at"])
+                   for t in turns]
+        return summarizer.summarize(sources, level=1, is_master=False, max_tokens=max_tokens).content or None
+
+    return compress
+
+
+def get_working_context(app: Any, conversation: UUID, query: str, token_budget: int, *, user: UUID | None = None,
+                        system_prompt: str | None = None, status_quo: bool | None = None) -> WorkingContext:
+    """The working context with the app's settings (see `ContextAssembler.get_working_context`)."""
+    from memctx.store import DEFAULT_USER
+
+    assembler = assembler_for(app)
+    return assembler.get_working_context(user or DEFAULT_USER, conversation, query, token_budget,
+                                         system_prompt=system_prompt, status_quo=status_quo)
+
+
+def assembler_for(app: Any) -> ContextAssembler:
+    """The app's assembler (built once per app: it caches speaker names)."""
+    assembler = getattr(app, "_context_assembler", None)
+    if assembler is None:
+        search = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(app.settings))
+        assembler = ContextAssembler(app.pool, app.counter, search, ContextOptions.from_settings(app.settings))
+        app._context_assembler = assembler
+    return assembler

@@ -1,0 +1,156 @@
+"""The current-context section: master and live summaries, board facts and constraints, recent
+raw turns — fitted to its share of the budget.
+
+Owns: reading the `current_context` rows into items, compressing the older half of the raw
+turns when the section passes 80 % of its share (seed 003), and dropping the lowest-priority
+items until it fits. It reports every cut.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+from uuid import UUID
+
+from memctx.assemble.budget import message_tokens
+from memctx.assemble.render import current_section
+from memctx.assemble.types import Cut, Source
+from memctx.tokens import TokenCounter
+
+COMPRESS_AT = 0.8
+
+# Compresses raw turns (oldest first) into at most max_tokens of text; None = cannot.
+Compressor = Callable[[Sequence[Mapping[str, Any]], int], str | None]
+
+
+@dataclass
+class CurrentItems:
+    """The candidate items of the current context, mutable while fitting."""
+
+    master: Mapping[str, Any] | None = None
+    summaries: list[Mapping[str, Any]] = field(default_factory=list)  # live, non-master, by first_seq
+    board: Mapping[str, Any] | None = None
+    facts: list[str] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+    turns: list[Mapping[str, Any]] = field(default_factory=list)  # oldest first
+    compressed: str | None = None
+    compressed_ids: tuple[str, ...] = ()
+    compressed_range: tuple[int, int] = (0, 0)
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Mapping[str, Any]], recent_turns: int) -> "CurrentItems":
+        items = cls()
+        live = [r for r in rows if r["kind"] == "summary"]
+        masters = [r for r in live if r["is_master"]]
+        items.master = max(masters, key=lambda r: r["last_seq"]) if masters else None
+        items.summaries = sorted((r for r in live if not r["is_master"]), key=lambda r: (r["first_seq"], r["level"]))
+        boards = [r for r in rows if r["kind"] == "board"]
+        if boards:
+            items.board = boards[0]
+            extra = boards[0]["board"] or {}
+            items.facts = [str(f) for f in extra.get("key_facts") or []]
+            items.constraints = [str(c) for c in extra.get("constraints") or []]
+        turns = sorted((r for r in rows if r["kind"] == "message"), key=lambda r: r["last_seq"])
+        items.turns = turns[-recent_turns:] if recent_turns else []
+        return items
+
+    def messages(self) -> list[dict[str, str]]:
+        text = current_section(
+            self.master["content"] if self.master else None, [s["content"] for s in self.summaries],
+            self.board["content"] if self.board else None, self.facts, self.constraints, self.compressed)
+        out = [{"role": "system", "content": text}] if text else []
+        return out + [{"role": t["role"] if t["role"] in ("user", "assistant") else "user", "content": t["content"]}
+                      for t in self.turns]
+
+    def cost(self, counter: TokenCounter) -> int:
+        return sum(message_tokens(counter, m["role"], m["content"]) for m in self.messages())
+
+    def sources(self, conversation: UUID) -> list[Source]:
+        out: list[Source] = []
+        if self.master:
+            out.append(_summary_source(self.master, conversation, "master"))
+        out += [_summary_source(s, conversation, f"level {s['level']}") for s in self.summaries]
+        if self.board and (self.board["content"] or self.facts or self.constraints):
+            out.append(Source(kind="board", id=str(conversation), section="current", conversation_id=conversation,
+                              last_seq=self.board["last_seq"], detail="board"))
+        if self.compressed:
+            out.append(Source(kind="summary", id="compressed", section="current", conversation_id=conversation,
+                              first_seq=self.compressed_range[0], last_seq=self.compressed_range[1],
+                              detail="compressed"))
+        out += [Source(kind="message", id=t["id"], section="current", external_id=t["external_id"],
+                       conversation_id=conversation, seq=t["last_seq"]) for t in self.turns]
+        return out
+
+
+def _summary_source(row: Mapping[str, Any], conversation: UUID, detail: str) -> Source:
+    return Source(kind="summary", id=row["id"], section="current", conversation_id=conversation,
+                  first_seq=row["first_seq"], last_seq=row["last_seq"], detail=detail)
+
+
+def fit_current(items: CurrentItems, share: int, counter: TokenCounter, compress: Compressor | None) -> list[Cut]:
+    """Fit `items` into `share` tokens in place; returns what was compressed or dropped."""
+    cuts: list[Cut] = []
+    cost = items.cost(counter)
+    if cost > COMPRESS_AT * share and len(items.turns) >= 2 and compress is not None:
+        cuts += _compress_older_half(items, share, counter, compress)
+        cost = items.cost(counter)
+    while cost > share:
+        cut = _drop_lowest(items, counter)
+        if cut is None:
+            break
+        cuts.append(cut)
+        cost = items.cost(counter)
+    return cuts
+
+
+def _compress_older_half(items: CurrentItems, share: int, counter: TokenCounter, compress: Compressor) -> list[Cut]:
+    half = len(items.turns) // 2
+    older, items.turns = items.turns[:half], items.turns[half:]
+    older_tokens = sum(message_tokens(counter, t["role"], t["content"]) for t in older)
+    text = compress(older, max(16, min(older_tokens // 2, share // 4)))
+    ids = tuple(str(t["id"]) for t in older)
+    if not text:
+        return [Cut("dropped", "current", "message", ids, "older half of the recent turns; nothing to compress into",
+                    older_tokens)]
+    items.compressed, items.compressed_ids = text, ids
+    items.compressed_range = (older[0]["last_seq"], older[-1]["last_seq"])
+    return [Cut("compressed", "current", "message", ids,
+                f"current context passed {int(COMPRESS_AT * 100)} % of its share: older half of the raw turns "
+                "summarized", older_tokens - counter.count(text))]
+
+
+def _drop_lowest(items: CurrentItems, counter: TokenCounter) -> Cut | None:
+    """Drop the lowest-priority item. Priority, lowest first: level summaries (oldest first),
+    key facts (newest first), the compressed turns, the board's running summary, raw turns
+    (oldest first), constraints, the master summary."""
+    if items.summaries:
+        s = items.summaries.pop(0)
+        return Cut("dropped", "current", "summary", (str(s["id"]),), "over the current-context share",
+                   int(s["token_count"] or counter.count(s["content"])))
+    if items.facts:
+        fact = items.facts.pop()
+        return Cut("dropped", "current", "board", ("key_fact",), f"key fact over the share: {fact[:60]}",
+                   counter.count(fact))
+    if items.compressed:
+        text, items.compressed = items.compressed, None
+        return Cut("dropped", "current", "summary", items.compressed_ids, "compressed turns over the share",
+                   counter.count(text))
+    if items.board and items.board["content"]:
+        board = dict(items.board)
+        tokens = counter.count(board["content"])
+        board["content"] = ""
+        items.board = board
+        return Cut("dropped", "current", "board", ("current_summary",), "board summary over the share", tokens)
+    if items.turns:
+        t = items.turns.pop(0)
+        return Cut("dropped", "current", "message", (str(t["id"]),), "oldest recent turn over the share",
+                   message_tokens(counter, t["role"], t["content"]))
+    if items.constraints:
+        c = items.constraints.pop()
+        return Cut("dropped", "current", "board", ("constraint",), f"constraint over the share: {c[:60]}",
+                   counter.count(c))
+    if items.master:
+        m, items.master = items.master, None
+        return Cut("dropped", "current", "summary", (str(m["id"]),), "master summary over the share",
+                   counter.count(m["content"]))
+    return None

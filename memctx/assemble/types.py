@@ -1,0 +1,100 @@
+"""What get_working_context returns: messages, per-section accounting, sources, what was cut.
+
+Owns: the frozen result types and their JSON form. No logic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from uuid import UUID
+
+SourceKind = Literal["message", "summary", "board", "external"]
+SECTIONS = ("system", "external", "memories", "current", "query")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one included item came from."""
+
+    kind: SourceKind
+    id: UUID | str
+    section: str
+    external_id: str | None = None
+    conversation_id: UUID | None = None
+    seq: int | None = None
+    first_seq: int | None = None  # summaries: the message range covered
+    last_seq: int | None = None
+    detail: str | None = None  # e.g. "master", "key_facts", "compressed"
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "id": str(self.id), "section": self.section,
+                               "external_id": self.external_id}
+        if self.conversation_id is not None:
+            out["conversation_id"] = str(self.conversation_id)
+        for key in ("seq", "first_seq", "last_seq", "detail"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+@dataclass(frozen=True)
+class SectionReport:
+    """Tokens a section was allowed and used (exact, in chat messages incl. per-message overhead)."""
+
+    name: str
+    budget: int
+    tokens: int
+    items: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "budget": self.budget, "tokens": self.tokens, "items": self.items}
+
+
+@dataclass(frozen=True)
+class Cut:
+    """An item left out (dropped) or replaced by a summary (compressed), and why."""
+
+    action: Literal["dropped", "compressed"]
+    section: str
+    kind: str
+    ids: tuple[str, ...]
+    reason: str
+    tokens: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {"action": self.action, "section": self.section, "kind": self.kind, "ids": list(self.ids),
+                "reason": self.reason, "tokens": self.tokens}
+
+
+@dataclass(frozen=True)
+class WorkingContext:
+    """Chat-completions messages within `budget` tokens, and the account of how they were built."""
+
+    mode: Literal["memctx", "status_quo"]
+    messages: list[dict[str, str]]
+    budget: int
+    tokens: int
+    sections: list[SectionReport] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    cuts: list[Cut] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """All message contents, joined (what the model reads, without roles)."""
+        return "\n".join(m["content"] for m in self.messages)
+
+    @property
+    def dropped(self) -> list[Cut]:
+        return [c for c in self.cuts if c.action == "dropped"]
+
+    @property
+    def compressed(self) -> list[Cut]:
+        return [c for c in self.cuts if c.action == "compressed"]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "budget": self.budget, "tokens": self.tokens, "messages": self.messages,
+                "sections": [s.as_json() for s in self.sections], "sources": [s.as_json() for s in self.sources],
+                "dropped": [c.as_json() for c in self.dropped], "compressed": [c.as_json() for c in self.compressed],
+                "timings_ms": self.timings_ms}

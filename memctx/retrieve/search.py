@@ -1,0 +1,197 @@
+"""Memory search: hybrid retrieval over a conversation or all of a user's memory.
+
+Owns: `MemorySearch.search` — embed the query, fetch dense / full-text / recency candidates
+and their neighbours in one SQL round trip (`search_conversation` or `search_user`), fuse them
+by weighted RRF, apply the similarity threshold, attach each hit's paired turn (and optional
+temporal neighbours), rerank, and return `Memory` objects. It does not budget tokens or format
+context (`memctx.assemble` does).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Mapping, Sequence
+from uuid import UUID
+
+import numpy as np
+from psycopg_pool import ConnectionPool
+
+from memctx.embed import Embedder
+from memctx.retrieve.fusion import FusionWeights, rrf
+from memctx.retrieve.lexical import QueryAnalysis, analyze
+from memctx.retrieve.rerank import NoRerank, Reranker
+from memctx.retrieve.types import Fragment, Memory, Provenance
+from memctx.sql import QUERIES
+
+TimeRange = tuple[datetime | None, datetime | None]
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Tunables of memory search; `from_settings` maps the MEMCTX_* settings onto them."""
+
+    limit: int = 10
+    threshold: float = 0.25  # cosine similarity floor for dense-only hits (calibrated for MiniLM)
+    weights: FusionWeights = field(default_factory=FusionWeights)
+    k_dense: int = 50
+    k_lexical: int = 50
+    k_recent: int = 10
+    pair: bool = True
+    neighbours: int = 0  # extra turns either side of a hit (temporal neighbours)
+    speaker_boost: float = 0.0  # relative bonus when the hit's speaker is named in the query
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "SearchOptions":
+        return cls(
+            limit=settings.search_limit, threshold=settings.search_threshold,
+            weights=FusionWeights(dense=settings.search_weight_dense, lexical=settings.search_weight_lexical,
+                                  recency=settings.search_weight_recency, k=settings.search_rrf_k),
+            k_dense=settings.search_candidates, k_lexical=settings.search_candidates,
+            k_recent=settings.search_recent_candidates, neighbours=settings.search_neighbours,
+            speaker_boost=settings.search_speaker_boost)
+
+
+class MemorySearch:
+    """Hybrid memory search over one pool; safe to share between threads."""
+
+    def __init__(self, pool: ConnectionPool, embedder: Embedder, options: SearchOptions | None = None,
+                 reranker: Reranker | None = None) -> None:
+        self.pool = pool
+        self.embedder = embedder
+        self.options = options or SearchOptions()
+        self.reranker = reranker or NoRerank()
+        self._speakers: OrderedDict[UUID, tuple[str, ...]] = OrderedDict()
+
+    def search(self, user: UUID, query: str, conversation: UUID | None = None, time_range: TimeRange | None = None,
+               limit: int | None = None, threshold: float | None = None, *,
+               options: SearchOptions | None = None, query_vec: np.ndarray | None = None) -> list[Memory]:
+        """The best `limit` memories for `query`, best first."""
+        opts = options or self.options
+        limit = opts.limit if limit is None else limit
+        threshold = opts.threshold if threshold is None else threshold
+        vec = self.embed_query(query) if query_vec is None else query_vec
+        analysis = analyze(query, self.speakers(user, conversation) if conversation else ())
+        rows = self.fetch(user, analysis, vec, conversation, time_range, opts)
+        memories = build_memories(rows, analysis, opts, threshold)
+        return self.reranker.rerank(query, memories)[:limit]
+
+    def embed_query(self, query: str) -> np.ndarray:
+        return self.embedder.embed([query])[0]
+
+    def fetch(self, user: UUID, analysis: QueryAnalysis, vec: np.ndarray, conversation: UUID | None,
+              time_range: TimeRange | None, opts: SearchOptions) -> list[dict[str, Any]]:
+        """The candidate rows of one round trip (hits and their neighbours, in order)."""
+        since, until = time_range or (None, None)
+        params = {"user_id": user, "conversation_id": conversation, "query_vec": vec, "tsquery": analysis.tsquery,
+                  "since": since, "until": until, "k_dense": opts.k_dense, "k_lexical": opts.k_lexical,
+                  "k_recent": opts.k_recent, "window": max(1 if opts.pair else 0, opts.neighbours)}
+        name = "search_conversation" if conversation else "search_user"
+        with self.pool.connection() as conn:
+            rows = conn.execute(QUERIES[name], params).fetchall()
+        if conversation:
+            for row in rows:
+                row["kind"] = "message"
+        return rows
+
+    def speakers(self, user: UUID, conversation: UUID) -> tuple[str, ...]:
+        """The conversation's speaker names (cached; speakers rarely change)."""
+        key = conversation
+        if key not in self._speakers:
+            with self.pool.connection() as conn:
+                rows = conn.execute(QUERIES["conversation_speakers"],
+                                    {"user_id": user, "conversation_id": conversation}).fetchall()
+            self._speakers[key] = tuple(sorted(r["speaker"] for r in rows if r["speaker"]))
+            if len(self._speakers) > 1024:
+                self._speakers.popitem(last=False)
+        return self._speakers[key]
+
+
+def _ranks(row: Mapping[str, Any]) -> dict[str, int | None]:
+    return {"dense": row["dense_rank"], "lexical": row["lexical_rank"], "recency": row["recent_rank"]}
+
+
+def score_hit(row: Mapping[str, Any], analysis: QueryAnalysis, opts: SearchOptions, threshold: float) -> float | None:
+    """The fused score of a candidate, or None when it falls under the similarity threshold.
+
+    The threshold applies to candidates no full-text match vouches for: a lexical hit is kept
+    whatever its cosine similarity (names and rare words embed poorly).
+    """
+    similarity = row["similarity"]
+    if row["lexical_rank"] is None and (similarity is None or similarity < threshold):
+        return None
+    score = rrf(_ranks(row), opts.weights)
+    if opts.speaker_boost and row.get("speaker") in analysis.speakers:
+        score *= 1 + opts.speaker_boost
+    return score
+
+
+def build_memories(rows: Sequence[Mapping[str, Any]], analysis: QueryAnalysis, opts: SearchOptions,
+                   threshold: float) -> list[Memory]:
+    """Fuse, threshold, pair and expand candidate rows into memories, best first."""
+    by_seq = {(r["conversation_id"], r["seq"]): r for r in rows if r["kind"] == "message"}
+    scored = []
+    for row in rows:
+        if row["is_hit"]:
+            score = score_hit(row, analysis, opts, threshold)
+            if score is not None:
+                scored.append((score, row))
+    scored.sort(key=lambda item: -item[0])
+    memories: list[Memory] = []
+    covered: set[UUID] = set()
+    for score, row in scored:
+        if row["id"] in covered:
+            continue
+        if row["kind"] == "message":
+            members = _members(row, by_seq, opts)
+            covered.update(m["id"] for m in members)
+            fragments = tuple(Fragment.from_row(m) for m in members)
+            first, last = fragments[0].seq, fragments[-1].seq
+        else:
+            fragments = (_summary_fragment(row),)
+            first, last = row["first_seq"], row["last_seq"]
+        provenance = Provenance(dense_rank=row["dense_rank"], lexical_rank=row["lexical_rank"],
+                                recent_rank=row.get("recent_rank"),
+                                speaker_match=row.get("speaker") in analysis.speakers,
+                                first_seq=first, last_seq=last)
+        memories.append(Memory(kind=row["kind"], id=row["id"], conversation_id=row["conversation_id"],
+                               fragments=fragments, score=score,
+                               similarity=None if row["similarity"] is None else float(row["similarity"]),
+                               provenance=provenance))
+    return memories
+
+
+def _members(row: Mapping[str, Any], by_seq: Mapping[tuple, Mapping[str, Any]], opts: SearchOptions) -> list[Mapping[str, Any]]:
+    """The hit, its pair (user → the reply after it, assistant → the user turn before it) and
+    `opts.neighbours` turns either side, in conversation order."""
+    conv, seq = row["conversation_id"], row["seq"]
+    seqs = {seq}
+    if opts.pair:
+        other = seq + 1 if row["role"] == "user" else seq - 1 if row["role"] == "assistant" else None
+        partner = by_seq.get((conv, other)) if other is not None else None
+        if partner is not None and partner["role"] != row["role"] and _same_session(row, partner):
+            seqs.add(other)
+    for step in range(1, opts.neighbours + 1):
+        for s in (seq - step, seq + step):
+            near = by_seq.get((conv, s))
+            if near is not None and _same_session(row, near):
+                seqs.add(s)
+    return [by_seq[(conv, s)] for s in sorted(seqs) if (conv, s) in by_seq]
+
+
+def _same_session(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return a.get("session") is None or b.get("session") is None or a["session"] == b["session"]
+
+
+def _summary_fragment(row: Mapping[str, Any]) -> Fragment:
+    return Fragment(id=row["id"], conversation_id=row["conversation_id"], role="summary", text=row["text"],
+                    seq=None, time=row["created_at"], token_count=int(row["token_count"] or 0))
+
+
+def search_memories(app: Any, user: UUID, query: str, conversation: UUID | None = None,
+                    time_range: TimeRange | None = None, limit: int = 10, threshold: float | None = None,
+                    *, reranker: Reranker | None = None) -> list[Memory]:
+    """Memory search with the app's settings (see `MemorySearch.search`)."""
+    engine = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(app.settings), reranker)
+    return engine.search(user, query, conversation, time_range, limit, threshold)

@@ -1,0 +1,218 @@
+-- Memory search and context assembly: candidate generation in one round trip per retrieval.
+--
+-- Dense candidates are exact scans over a btree-selected subset (one conversation, one user):
+-- ordering by `(embedding <=> q) + 0` is an expression the HNSW index cannot serve, so the
+-- planner never trades the exact top-k for an index scan that returns at most ef_search rows
+-- before the filter (the prepared-statement pitfall of PERFORMANCE-NOTES.md). HNSW is used only
+-- by `search_global_dense`, which has no filter.
+--
+-- Parameters shared by the search blocks:
+--   query_vec  vector   the embedded query
+--   tsquery    text     an OR query of sanitized terms for to_tsquery('english', …); '' = none
+--   since/until         optional created_at range [since, until)
+--   k_dense, k_lexical, k_recent, window
+
+-- name: search_conversation
+-- Candidates of one conversation: dense top-k, full-text top-k, the most recent k, each with
+-- its rank, plus the neighbours (±window turns) of every candidate for pairing and context.
+with dense as (
+  select m.id, row_number() over (order by (m.embedding <=> %(query_vec)s::vector) + 0, m.seq desc) as rank
+    from memctx.messages m
+   where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid
+     and m.embedding is not null
+     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
+     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+   order by (m.embedding <=> %(query_vec)s::vector) + 0, m.seq desc
+   limit %(k_dense)s
+), lexical as (
+  select m.id, row_number() over (order by ts_rank_cd(m.tsv, q.q, 1) desc, m.seq desc) as rank,
+         ts_rank_cd(m.tsv, q.q, 1) as lexical_score
+    from memctx.messages m, (select to_tsquery('english', %(tsquery)s::text) as q) q
+   where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid
+     and m.tsv @@ q.q
+     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
+     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+   order by 2
+   limit %(k_lexical)s
+), recent as (
+  select m.id, row_number() over (order by m.seq desc) as rank
+    from memctx.messages m
+   where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid
+     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
+     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+   order by m.seq desc
+   limit %(k_recent)s
+), hits as (
+  select h.id, min(h.dense_rank) as dense_rank, min(h.lexical_rank) as lexical_rank,
+         min(h.recent_rank) as recent_rank, max(h.lexical_score) as lexical_score
+    from (select id, rank as dense_rank, null::bigint as lexical_rank, null::bigint as recent_rank,
+                 null::real as lexical_score from dense
+          union all
+          select id, null, rank, null, lexical_score from lexical
+          union all
+          select id, null, null, rank, null from recent) h
+   group by h.id
+), hit_rows as (
+  select m.conversation_id, m.seq from hits join memctx.messages m on m.id = hits.id
+), wanted as (
+  select distinct m.id
+    from hit_rows h
+    join memctx.messages m
+      on m.conversation_id = h.conversation_id
+     and m.seq between h.seq - %(window)s and h.seq + %(window)s
+)
+select m.id, m.conversation_id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
+       m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
+       1 - (m.embedding <=> %(query_vec)s::vector) as similarity,
+       hits.dense_rank, hits.lexical_rank, hits.recent_rank, hits.lexical_score,
+       hits.id is not null as is_hit
+  from wanted w
+  join memctx.messages m on m.id = w.id
+  left join hits on hits.id = w.id
+ order by m.seq
+
+-- name: search_user
+-- Candidates across all of a user's conversations (messages by exact scan over the user_id
+-- btree, with neighbours) and their live summaries and long-term conversation summaries.
+with dense as (
+  select m.id, row_number() over (order by (m.embedding <=> %(query_vec)s::vector) + 0, m.seq desc) as rank
+    from memctx.messages m
+   where m.user_id = %(user_id)s::uuid and m.embedding is not null
+     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
+     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+   order by (m.embedding <=> %(query_vec)s::vector) + 0, m.seq desc
+   limit %(k_dense)s
+), lexical as (
+  select m.id, row_number() over (order by ts_rank_cd(m.tsv, q.q, 1) desc, m.created_at desc) as rank,
+         ts_rank_cd(m.tsv, q.q, 1) as lexical_score
+    from memctx.messages m, (select to_tsquery('english', %(tsquery)s::text) as q) q
+   where m.user_id = %(user_id)s::uuid and m.tsv @@ q.q
+     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
+     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+   order by 2
+   limit %(k_lexical)s
+), recent as (
+  select m.id, row_number() over (order by m.created_at desc, m.seq desc) as rank
+    from memctx.messages m
+   where m.user_id = %(user_id)s::uuid
+     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
+     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+   order by m.created_at desc, m.seq desc
+   limit %(k_recent)s
+), hits as (
+  select h.id, min(h.dense_rank) as dense_rank, min(h.lexical_rank) as lexical_rank,
+         min(h.recent_rank) as recent_rank, max(h.lexical_score) as lexical_score
+    from (select id, rank as dense_rank, null::bigint as lexical_rank, null::bigint as recent_rank,
+                 null::real as lexical_score from dense
+          union all
+          select id, null, rank, null, lexical_score from lexical
+          union all
+          select id, null, null, rank, null from recent) h
+   group by h.id
+), hit_rows as (
+  select m.conversation_id, m.seq from hits join memctx.messages m on m.id = hits.id
+), wanted as (
+  select distinct m.id
+    from hit_rows h
+    join memctx.messages m
+      on m.conversation_id = h.conversation_id
+     and m.seq between h.seq - %(window)s and h.seq + %(window)s
+), summary_hits as (
+  select s.id, 'summary'::text as kind, s.conversation_id, s.content, s.first_seq, s.last_seq, s.token_count,
+         s.created_at, 1 - (s.embedding <=> %(query_vec)s::vector) as similarity,
+         ts_rank_cd(s.tsv, to_tsquery('english', %(tsquery)s::text), 1) as lexical_score
+    from memctx.summaries s
+   where s.user_id = %(user_id)s::uuid and s.superseded_at is null
+  union all
+  select l.conversation_id, 'conversation_summary', l.conversation_id, l.summary, l.first_seq, l.last_seq,
+         l.token_count, l.updated_at, 1 - (l.embedding <=> %(query_vec)s::vector),
+         ts_rank_cd(l.tsv, to_tsquery('english', %(tsquery)s::text), 1)
+    from memctx.conversation_summaries l
+   where l.user_id = %(user_id)s::uuid
+), summary_ranked as (
+  select sh.*,
+         case when sh.similarity is not null
+              then row_number() over (order by sh.similarity desc nulls last) end as dense_rank,
+         case when sh.lexical_score > 0
+              then row_number() over (order by sh.lexical_score desc) end as lexical_rank
+    from summary_hits sh
+)
+select 'message'::text as kind, m.id, m.conversation_id, m.seq, m.seq as first_seq, m.seq as last_seq,
+       m.role, m.text, m.external_id, m.token_count, m.created_at,
+       m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
+       1 - (m.embedding <=> %(query_vec)s::vector) as similarity,
+       hits.dense_rank, hits.lexical_rank, hits.recent_rank, hits.lexical_score,
+       hits.id is not null as is_hit
+  from wanted w
+  join memctx.messages m on m.id = w.id
+  left join hits on hits.id = w.id
+union all
+select sr.kind, sr.id, sr.conversation_id, null, sr.first_seq, sr.last_seq, 'summary', sr.content, null,
+       sr.token_count, sr.created_at, null, null, sr.similarity, sr.dense_rank, sr.lexical_rank, null,
+       sr.lexical_score, true
+  from summary_ranked sr
+ where sr.dense_rank <= %(k_dense)s or sr.lexical_rank <= %(k_lexical)s
+ order by 3, 4 nulls first
+
+-- name: search_global_dense
+-- Nearest messages across all users through the HNSW index (operators, benchmarks). The
+-- caller sets hnsw.ef_search; no filter, so the index returns the full top-k.
+select m.id, m.conversation_id, m.user_id, m.seq, 1 - (m.embedding <=> %(query_vec)s::vector) as similarity
+  from memctx.messages m
+ order by m.embedding <=> %(query_vec)s::vector
+ limit %(k_dense)s
+
+-- name: current_context
+-- Everything `get_working_context` shows as the conversation's current state, in one round
+-- trip: the live summaries (master first), the summary board, and the most recent raw turns.
+with conv as (
+  select c.id, c.last_seq from memctx.conversations c
+   where c.id = %(conversation_id)s::uuid and c.user_id = %(user_id)s::uuid
+), live as (
+  select s.id, s.level, s.is_master, s.content, s.first_seq, s.last_seq, s.token_count
+    from memctx.summaries s join conv on s.conversation_id = conv.id
+   where s.superseded_at is null
+), recent as (
+  select m.id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
+         m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session
+    from memctx.messages m join conv on m.conversation_id = conv.id
+   where m.user_id = %(user_id)s::uuid
+   order by m.seq desc
+   limit %(recent_limit)s
+)
+select 'conversation' as kind, conv.id, null::int as level, null::boolean as is_master, null::text as content,
+       null::bigint as first_seq, conv.last_seq, null::int as token_count, null::text as role,
+       null::text as external_id, null::timestamptz as created_at, null::text as speaker, null::int as session,
+       null::jsonb as board
+  from conv
+union all
+select 'summary', l.id, l.level, l.is_master, l.content, l.first_seq, l.last_seq, l.token_count, null, null,
+       null, null, null, null
+  from live l
+union all
+select 'board', b.conversation_id, null, null, b.current_summary, null, b.last_seq, null, null, null,
+       b.updated_at, null, null,
+       jsonb_build_object('key_facts', b.key_facts, 'constraints', b.constraints)
+  from memctx.summary_boards b join conv on b.conversation_id = conv.id
+union all
+select 'message', r.id, null, null, r.text, r.seq, r.seq, r.token_count, r.role, r.external_id, r.created_at,
+       r.speaker, r.session, null
+  from recent r
+
+-- name: rank_conversation
+-- Every message of one conversation with its cosine similarity and full-text score, for the
+-- evaluation's baselines (dense-only, full-text-only, recency). Not on the live path.
+select m.id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
+       m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
+       1 - (m.embedding <=> %(query_vec)s::vector) as similarity,
+       ts_rank_cd(m.tsv, to_tsquery('english', %(tsquery)s::text), 1) as lexical_score
+  from memctx.messages m
+ where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid
+ order by m.seq
+
+-- name: conversation_speakers
+-- The speaker names of a conversation (metadata.speaker), for query analysis; cached by callers.
+select distinct m.metadata ->> 'speaker' as speaker
+  from memctx.messages m
+ where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid
+   and m.metadata ? 'speaker'
