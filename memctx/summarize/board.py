@@ -1,0 +1,451 @@
+"""The summary board, updated by transparent rules: previous board + new messages → new board.
+
+Owns: the rules below and `board_from_fields`, which applies the same invariants (caps,
+dedup, constraints never lost, counts, seq bookkeeping) to a board an LLM proposed. It must not
+call a model or the database.
+
+Rules, applied to the new messages in seq order:
+- Messages at or before `board.last_seq` are skipped, so a retried update changes nothing.
+- summary: the extractive summary of (the previous board summary + the new messages) within
+  `max_tokens`.
+- key_facts: statements (not questions, not small talk, not a bare image caption, at least 4
+  words) that carry a fact cue: a name, a number, a month/weekday/year (a relative date alone
+  such as "yesterday" is not enough), or a first-person fact ("my X is", "I work at", "I live
+  in", "I'm a …", "I have two …"). Written "Speaker: sentence", deduplicated, the 30 newest kept.
+- entities: runs of capitalized words ("New York", "University of Michigan"), not a
+  sentence-initial common word, not "I", months or weekdays. Classified by the first cue that
+  applies: a speaker → people; an organization word (Inc, Corp, University, Bank, Club …) →
+  organizations; a place word (City, Street, Lake …) or a gazetteer place → places; someone
+  addressed by name ("Hey Mel!") or after a title (Dr, Mrs, Aunt …) → people; "work at/for X",
+  "joined X" → organizations; "my friend/sister/… X", "named X", "name is X", "X said" →
+  people; "in/near/visited X", "am/is/come from X", or "to X" after a movement verb (went,
+  moved, flew …) → places; else other. An entity first seen as other moves when a later
+  mention gives it a class. Mentions are counted; each kind lists its 50 most mentioned (ties
+  by name); the speakers of the new messages are always listed among people.
+- topics: lowercase content words (3+ letters, no stopwords, chat filler or names) and
+  adjacent pairs of them, counted over the whole conversation; pairs seen twice or more weigh
+  1.5×; the 10 heaviest are listed, words inside a listed pair left out.
+- action_items: statements with "I will", "I'll" (not "I'll never/always"), "remind me (to)",
+  "todo"/"to-do", "don't forget", "I/we need to", "let's", "I'm/we're going to/gonna", "I plan
+  to"; deduplicated, the 20 newest kept.
+- pending_questions: a question is a sentence ending in "?". It stays pending until a later
+  message from a different speaker (speaker name, else role) arrives; later messages from the
+  same speaker do not answer it. Answered questions leave the list; the 20 newest are kept.
+- constraints: stated preferences and corrections ("I prefer", "I don't like", "please don't",
+  "always"/"never" as an instruction or a first-person habit ("Never call me Bob", "I never eat
+  meat", not "I'll never forget"), "actually, …", "not X but Y", "I meant",
+  "correction", "I'd rather", "from now on" …). Kept across updates, never dropped by a later
+  update; only the 50-item cap drops the oldest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+from typing import Iterable, Mapping, Sequence
+from uuid import UUID
+
+from memctx.summarize.ranking import extract_summary
+from memctx.summarize.text import NOT_NAMES, SMALL_TALK, STOPWORDS, Unit, cues, units_of
+from memctx.summarize.types import ENTITY_KINDS, Board, SourceText
+from memctx.tokens import TokenCounter
+
+KEY_FACTS_CAP = 30
+ACTION_ITEMS_CAP = 20
+PENDING_CAP = 20
+CONSTRAINTS_CAP = 50
+ENTITIES_PER_KIND = 50
+TOPICS_SHOWN = 10
+TOPIC_TERMS_KEPT = 300
+
+_TOKEN = re.compile(r"[^\W\d_][\w'’&-]*")
+_CONNECTORS = frozenset("of the de del da di du van von la le".split())
+_STARTERS = STOPWORDS | SMALL_TALK | frozenset("""
+yesterday today tomorrow tonight last next maybe also anyway btw honestly actually luckily sadly
+unfortunately fortunately recently lately finally now after before during since although though
+still even sounds omg aww yay sorry please guess wish hope speaking woohoo whoa hooray ooh ahh
+yay yup nah
+""".split())
+ORG_WORDS = frozenset("""
+inc corp corporation ltd llc co company university college school academy institute foundation
+bank group association club society agency hospital clinic church labs studio studios records
+press airlines ministry department council committee union team center centre org nonprofit
+""".split())
+PLACE_WORDS = frozenset("""
+city town village street st avenue ave road rd boulevard blvd park lake river mountain mountains
+mount mt beach island islands county state bay valley canyon falls bridge square harbor harbour
+coast forest desert sea ocean kingdom republic museum cafe café restaurant mall airport station
+library zoo garden gardens hill hills peninsula province district trail
+""".split())
+KNOWN_PLACES = frozenset("""
+America USA US UK England Scotland Ireland Wales Britain Canada Mexico Brazil Argentina Chile Peru
+France Paris Germany Berlin Italy Rome Spain Madrid Barcelona Portugal Lisbon Netherlands Amsterdam
+Belgium Switzerland Austria Vienna Sweden Stockholm Norway Oslo Denmark Finland Poland Greece
+Athens Turkey Istanbul Russia Moscow Ukraine Kyiv Israel Egypt Morocco Kenya Nigeria India Delhi
+Mumbai China Beijing Shanghai Japan Tokyo Kyoto Korea Seoul Thailand Bangkok Vietnam Singapore
+Indonesia Bali Philippines Australia Sydney Melbourne Zealand Hawaii Alaska California Texas
+Florida York Boston Chicago Seattle Portland Denver Austin Miami Atlanta Philadelphia Vegas
+Angeles Francisco Washington Oregon Colorado Arizona Nevada Utah Michigan Ohio Georgia Virginia
+Carolina London Dublin Toronto Vancouver Montreal Europe Asia Africa Caribbean
+""".split())
+TITLES = re.compile(r"\b(?:mr|mrs|ms|miss|mx|dr|prof|professor|aunt|uncle|grandma|grandpa|sir)\.?$",
+                    re.IGNORECASE)
+PERSON_BEFORE = re.compile(
+    r"\b(?:my|his|her|our|their|your)\s+(?:best\s+|old\s+|new\s+|little\s+|big\s+)?(?:friend|sister|brother|"
+    r"mom|mother|dad|father|son|daughter|wife|husband|partner|boyfriend|girlfriend|fianc[eé]e?|"
+    r"cousin|aunt|uncle|grandma|grandmother|grandpa|grandfather|boss|coworker|colleague|neighbou?r|"
+    r"kid|child|niece|nephew|roommate|teacher|mentor|therapist|doctor|buddy|pal)s?,?$|\bnamed$|"
+    r"\b(?:name\s+is|name's)$",
+    re.IGNORECASE,
+)
+PERSON_AFTER = re.compile(r"^(?:'s)?\s+(?:said|says|told|asked|texted|called|thinks|thought|and\s+I)\b",
+                          re.IGNORECASE)
+ORG_BEFORE = re.compile(r"\b(?:work(?:s|ed|ing)?\s+(?:at|for)|employed\s+by|joined|intern(?:ing)?\s+at|"
+                        r"job\s+at|hired\s+by)$", re.IGNORECASE)
+PLACE_BEFORE = re.compile(
+    r"\b(?:in|near|visit(?:ed|ing)?|(?:am|'m|is|are|was|were|come|comes|came|coming)\s+from|(?:went|go(?:es|ing)?|gone|moved?|moving|travel(?:l?ed|l?ing)?|"
+    r"trip|drove|drive|driving|flew|fly(?:ing)?|headed|back|returned?|relocated?|road\s+trip)\s+(?:back\s+)?to)$",
+    re.IGNORECASE,
+)
+TOPIC_FILLER = frozenset("""
+feel feels felt feeling think thought know knew want wanted need needs see saw seen say said tell told
+look looks looked looking take took made make makes let lot lots time times day days bit little
+pretty super stuff always never ever maybe guess hope hoping mean means keep come came hear heard
+excited glad happy cool amazing awesome great good nice love loved loving lovely fun wow thanks thank
+sounds sound everyone someone anyone people person year years week weeks month months today
+yesterday tomorrow new old big small best better right sure totally definitely probably actually
+literally especially hey hello wonderful beautiful incredible fantastic things thing way ways
+trying tried try doing done work hard can't also awesome else enough kind sort
+image images photo photos picture pictures pic pics last first every please important special
+making tough together difference help helps helped helping proud inspiring impact means meaning
+""".split())
+
+
+# Generic list handling -----------------------------------------------------------------------
+
+def _key(line: str) -> str:
+    return " ".join(re.findall(r"\w+", line.lower()))
+
+
+def merge_recent(old: Iterable[str], new: Iterable[str], cap: int) -> list[str]:
+    """`old` then `new`, deduplicated (a repeat moves to the newest position), newest `cap` kept."""
+    out: dict[str, str] = {}
+    for line in (*old, *new):
+        key = _key(line)
+        if not key:
+            continue
+        out.pop(key, None)
+        out[key] = line.strip()
+    return list(out.values())[-cap:]
+
+
+def _fresh(board: Board, new_messages: Sequence[SourceText]) -> list[SourceText]:
+    return sorted((m for m in new_messages if m.last_seq > board.last_seq), key=lambda m: m.first_seq)
+
+
+# Facts, actions, constraints, questions --------------------------------------------------------
+
+def _is_key_fact(text: str) -> bool:
+    c = cues(text)
+    if c.question or c.small_talk or c.size < 4 or _IMAGE_ONLY.match(text):
+        return False
+    return c.fact or bool(c.names) or c.number or c.absolute_date
+
+
+_IMAGE_ONLY = re.compile(r"^\[image: [^\]]*\]$")
+
+
+def key_facts_of(units: Sequence[Unit]) -> list[str]:
+    return [u.line for u in units if _is_key_fact(u.text)]
+
+
+def action_items_of(units: Sequence[Unit]) -> list[str]:
+    return [u.line for u in units if cues(u.text).action]
+
+
+def constraints_of(units: Sequence[Unit]) -> list[str]:
+    return [u.line for u in units if not cues(u.text).question and cues(u.text).constraint]
+
+
+def _asker(line: str) -> str | None:
+    head, sep, _ = line.partition(": ")
+    return head if sep and len(head) <= 60 else None
+
+
+def pending_after(previous: Sequence[str], messages: Sequence[SourceText]) -> list[str]:
+    """Questions still unanswered after `messages` (see the rule in the module docstring)."""
+    pending = [(_asker(q), q) for q in previous]
+    for message in messages:
+        speaker = message.who
+        pending = [(who, q) for who, q in pending if who is not None and who == speaker]
+        for unit in units_of([message]):
+            if cues(unit.text).question:
+                pending.append((speaker, unit.line))
+    return merge_recent([], [q for _, q in pending], PENDING_CAP)
+
+
+# Entities ------------------------------------------------------------------------------------
+
+def _capitalized(word: str) -> bool:
+    return word[0].isupper() and word not in NOT_NAMES and re.sub(r"['’]s$", "", word) not in NOT_NAMES
+
+
+def _extend(sentence: str, tokens: Sequence[re.Match[str]], j: int) -> int | None:
+    """The index a run ending at token j extends to: the next capitalized word, possibly across
+    one or two connectors ("Bank of America", "Lord of the Rings"); None when it ends."""
+    k = j + 1
+    while k < len(tokens) and sentence[tokens[k - 1].end(): tokens[k].start()] == " ":
+        word = tokens[k].group()
+        if _capitalized(word):
+            return k
+        if word.lower() not in _CONNECTORS or k - j > 2:
+            return None
+        k += 1
+    return None
+
+
+@lru_cache(maxsize=16384)
+def _runs(sentence: str) -> tuple[tuple[int, int], ...]:
+    """(start, end) character spans of runs of capitalized words joined by single spaces."""
+    tokens = list(_TOKEN.finditer(sentence))
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(tokens):
+        if not _capitalized(tokens[i].group()):
+            i += 1
+            continue
+        j = i
+        while (step := _extend(sentence, tokens, j)) is not None:
+            j = step
+        start = tokens[i].start()
+        first = tokens[i].group().lower()
+        if i == 0 and (first in _STARTERS or first.endswith(("ing", "ed", "ly"))):
+            start = tokens[i + 1].start() if j > i else -1
+            if j > i + 1 and tokens[i + 1].group().lower() in _CONNECTORS:
+                start = tokens[i + 2].start()
+        if start >= 0:
+            spans.append((start, tokens[j].end()))
+        i = j + 1
+    return tuple(spans)
+
+
+def _clean_name(name: str) -> str:
+    return re.sub(r"['’]s$", "", name).strip(" -&'’")
+
+
+def classify(name: str, sentence: str, start: int, end: int, speakers: set[str]) -> str:
+    """The entity kind a mention's cues give (the first rule of the module docstring that applies)."""
+    parts = name.split()
+    lower = [p.lower() for p in parts]
+    before = sentence[:start].rstrip()
+    after = sentence[end:]
+    first_names = {s.split()[0] for s in speakers if s.split()}
+    if name in speakers or parts[0] in first_names:
+        return "people"
+    if lower[-1] in ORG_WORDS or lower[0] in {"university", "bank", "college", "school", "institute"}:
+        return "organizations"
+    if any(p in PLACE_WORDS for p in lower) or any(p in KNOWN_PLACES for p in parts):
+        return "places"
+    if _vocative(before, after):
+        return "people"
+    if TITLES.search(before):
+        return "people"
+    if ORG_BEFORE.search(before):
+        return "organizations"
+    if PERSON_BEFORE.search(before) or PERSON_AFTER.search(after):
+        return "people"
+    if PLACE_BEFORE.search(before):
+        return "places"
+    return "other"
+
+
+def _vocative(before: str, after: str) -> bool:
+    """Someone addressed by name: "Hey Mel!", "Thanks, Caroline.", "That's great, Mel!"."""
+    greeted = re.search(r"\b(?:hi|hey|hello|thanks|thank\s+you|bye|congrats|dear)[,!]?$", before, re.IGNORECASE)
+    if greeted:
+        return after[:1] in ("!", "?", ".", ",", "")
+    return before.endswith(",") and after.strip()[:1] in ("!", "?", "")
+
+
+def mentions(units: Sequence[Unit], known: set[str], speakers: set[str]) -> list[tuple[str, str]]:
+    """(entity, kind) for each mention in `units`; `known` entities may start a sentence."""
+    found: list[tuple[str, str]] = []
+    for unit in units:
+        text = unit.text.replace("’", "'")
+        for start, end in _runs(text):
+            name = _clean_name(text[start:end])
+            if len(name) < 2 or name.lower() in _STARTERS or (start == 0 and " " not in name
+                                 and name not in known and name not in speakers and name not in KNOWN_PLACES):
+                continue
+            found.append((name, classify(name, text, start, end, speakers)))
+    return found
+
+
+def _entities(board: Board, units: Sequence[Unit], speakers: set[str]) -> tuple[dict[str, list[str]], dict[str, int]]:
+    kind_of = {name: kind for kind in ENTITY_KINDS for name in board.entities.get(kind, [])}
+    counts = Counter(board.entity_counts)
+    for speaker in speakers:
+        kind_of[speaker] = "people"
+        counts[speaker] += 0
+    mid_sentence = {_clean_name(u.text[s:e]) for u in units for s, e in _runs(u.text) if s > 0}
+    for name, kind in mentions(units, set(kind_of) | mid_sentence, speakers):
+        counts[name] += 1
+        if kind_of.get(name, "other") == "other":
+            kind_of[name] = kind
+    return rank_entities(kind_of, counts)
+
+
+def rank_entities(kind_of: Mapping[str, str], counts: Mapping[str, int]) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Each kind's most mentioned entities (ties by name), capped; counts of those kept."""
+    entities: dict[str, list[str]] = {}
+    for kind in ENTITY_KINDS:
+        members = sorted((n for n, k in kind_of.items() if k == kind), key=lambda n: (-counts.get(n, 0), n))
+        entities[kind] = members[:ENTITIES_PER_KIND]
+    kept = {n: int(counts.get(n, 0)) for kind in ENTITY_KINDS for n in entities[kind]}
+    return entities, kept
+
+
+# Topics --------------------------------------------------------------------------------------
+
+def topic_terms(units: Sequence[Unit], excluded: set[str]) -> Counter[str]:
+    """Content words and adjacent content-word pairs of `units` (see the module docstring)."""
+    tally: Counter[str] = Counter()
+    for unit in units:
+        text = unit.text.replace("’", "'")
+        tokens = list(_TOKEN.finditer(text))
+        prev: re.Match[str] | None = None
+        for i, m in enumerate(tokens):
+            word = m.group()
+            low = word.lower()
+            content = (len(low) >= 3 and low.isalpha() and low not in STOPWORDS and low not in SMALL_TALK
+                       and low not in TOPIC_FILLER and low not in excluded and (i == 0 or not word[0].isupper()))
+            if not content:
+                prev = None
+                continue
+            tally[low] += 1
+            if prev is not None and text[prev.end(): m.start()] == " ":
+                tally[f"{prev.group().lower()} {low}"] += 1
+            prev = m
+    return tally
+
+
+def fold_plurals(counts: Mapping[str, int]) -> dict[str, int]:
+    """Fold "books" into "book" (and "support groups" into "support group") when the singular
+    has been seen too."""
+    folded = dict(counts)
+    for term in sorted(counts):
+        singular = term[:-1]
+        if term.endswith("s") and not term.endswith("ss") and singular in folded and term in folded:
+            folded[singular] += folded.pop(term)
+    return folded
+
+
+def rank_topics(counts: Mapping[str, int]) -> tuple[list[str], dict[str, int]]:
+    """The listed topics and the tallies kept for the next update."""
+    def weight(term: str) -> float:
+        return counts[term] * (1.5 if " " in term else 1.0)
+
+    counts = fold_plurals(counts)
+    usable = [t for t in counts if " " not in t or counts[t] >= 2]
+    ranked = sorted(usable, key=lambda t: (-weight(t), t))
+    shown: list[str] = []
+    for term in ranked:
+        if len(shown) == TOPICS_SHOWN:
+            break
+        if " " not in term and any(term in s.split() for s in shown if " " in s):
+            continue
+        if " " in term:
+            shown = [s for s in shown if " " in s or s not in term.split()]
+        shown.append(term)
+    kept = sorted(counts, key=lambda t: (-counts[t], t))[:TOPIC_TERMS_KEPT]
+    return shown, {t: int(counts[t]) for t in kept}
+
+
+def _excluded_words(board: Board, speakers: set[str]) -> set[str]:
+    names_seen = set(board.entity_counts) | speakers
+    return {w.lower() for n in names_seen for w in n.split()}
+
+
+def tally_topics(board: Board, units: Sequence[Unit], speakers: set[str]) -> tuple[list[str], dict[str, int]]:
+    counts = Counter(board.topic_counts)
+    counts.update(topic_terms(units, _excluded_words(board, speakers)))
+    return rank_topics(counts)
+
+
+# The update ----------------------------------------------------------------------------------
+
+def _previous_summary_source(board: Board) -> list[SourceText]:
+    if not board.summary.strip():
+        return []
+    return [SourceText(id=UUID(int=0), kind="summary", role=None, speaker=None, text=board.summary,
+                       first_seq=1, last_seq=max(board.last_seq, 1), level=1)]
+
+
+def update_board(board: Board, new_messages: Sequence[SourceText], *, max_tokens: int,
+                 counter: TokenCounter) -> Board:
+    """The board after `new_messages`, by the rules in the module docstring."""
+    fresh = _fresh(board, new_messages)
+    if not fresh:
+        return board
+    units = units_of(fresh)
+    speakers = {m.speaker for m in fresh if m.speaker}
+    entities, entity_counts = _entities(board, units, speakers)
+    topics, topic_counts = tally_topics(board, units, speakers)
+    return Board(
+        summary=extract_summary([*_previous_summary_source(board), *fresh], max_tokens=max_tokens, counter=counter),
+        key_facts=merge_recent(board.key_facts, key_facts_of(units), KEY_FACTS_CAP),
+        entities=entities,
+        topics=topics,
+        action_items=merge_recent(board.action_items, action_items_of(units), ACTION_ITEMS_CAP),
+        pending_questions=pending_after(board.pending_questions, fresh),
+        constraints=merge_recent(board.constraints, constraints_of(units), CONSTRAINTS_CAP),
+        message_count=board.message_count + len(fresh),
+        last_seq=max(m.last_seq for m in fresh),
+        entity_counts=entity_counts,
+        topic_counts=topic_counts,
+    )
+
+
+def board_from_fields(
+    previous: Board,
+    new_messages: Sequence[SourceText],
+    *,
+    summary: str,
+    key_facts: Sequence[str],
+    entities: Mapping[str, Sequence[str]],
+    topics: Sequence[str],
+    action_items: Sequence[str],
+    pending_questions: Sequence[str],
+    constraints: Sequence[str],
+) -> Board:
+    """A board proposed by someone else (an LLM) held to the rules' invariants: the same caps,
+    previous constraints never lost, mention counts and topic tallies kept, seqs advanced."""
+    fresh = _fresh(previous, new_messages)
+    if not fresh:
+        return previous
+    text = "\n".join(m.text for m in fresh)
+    kind_of: dict[str, str] = {}
+    for kind in ENTITY_KINDS:
+        for name in entities.get(kind, []):
+            if str(name).strip():
+                kind_of.setdefault(str(name).strip(), kind)
+    counts = Counter({n: previous.entity_counts.get(n, 0) for n in kind_of})
+    for name in kind_of:
+        counts[name] += len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", text))
+    ranked, entity_counts = rank_entities(kind_of, counts)
+    speakers = {m.speaker for m in fresh if m.speaker}
+    _, topic_counts = tally_topics(previous, units_of(fresh), speakers)
+    return Board(
+        summary=summary.strip(),
+        key_facts=merge_recent([], key_facts, KEY_FACTS_CAP),
+        entities=ranked,
+        topics=merge_recent([], topics, TOPICS_SHOWN),
+        action_items=merge_recent([], action_items, ACTION_ITEMS_CAP),
+        pending_questions=merge_recent([], pending_questions, PENDING_CAP),
+        constraints=merge_recent(previous.constraints, constraints, CONSTRAINTS_CAP),
+        message_count=previous.message_count + len(fresh),
+        last_seq=max(m.last_seq for m in fresh),
+        entity_counts=entity_counts,
+        topic_counts=topic_counts,
+    )

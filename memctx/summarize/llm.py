@@ -1,0 +1,198 @@
+"""The LLM summarizer: summaries and board updates from any OpenAI-compatible chat endpoint.
+
+Owns: `LLMSummarizer`, which sends the prompts of `memctx.summarize.prompts`, validates the
+JSON reply against the prompt's response model, keeps the result within `max_tokens`, and on
+any failure (HTTP error, timeout, invalid JSON, wrong schema) falls back to another summarizer
+(the extractive one), counts the failure by kind and tells `on_failure`. It must not read the
+environment: every setting is passed in.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from dataclasses import replace
+from typing import Callable, Literal, Sequence, TypeVar, cast
+
+import openai
+from openai.types.chat import ChatCompletionMessageParam
+from pydantic import BaseModel, ValidationError
+
+from memctx.summarize.board import board_from_fields
+from memctx.summarize.extractive import with_previous
+from memctx.summarize.prompts import (
+    BoardResponse,
+    Messages,
+    SummaryResponse,
+    board_prompt,
+    higher_level_prompt,
+    level1_prompt,
+    master_prompt,
+)
+from memctx.summarize.ranking import truncate_words
+from memctx.summarize.text import format_span, parse_span, source_days
+from memctx.summarize.types import Board, SourceText, Summarizer, SummaryDraft
+from memctx.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+FailureKind = Literal["http", "timeout", "invalid_json", "schema"]
+FAILURE_KINDS: tuple[FailureKind, ...] = ("http", "timeout", "invalid_json", "schema")
+Reply = TypeVar("Reply", bound=BaseModel)
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)
+
+
+class LLMFailure(Exception):
+    """A reply that cannot be used; `kind` is one of FAILURE_KINDS."""
+
+    def __init__(self, kind: FailureKind, detail: str) -> None:
+        self.kind = kind
+        super().__init__(f"{kind}: {detail}")
+
+
+def parse_reply(content: str | None, model: type[Reply]) -> Reply:
+    """The reply text as `model`: JSON (a ```json fence is tolerated), then schema validation."""
+    if content is None or not content.strip():
+        raise LLMFailure("invalid_json", "the reply is empty")
+    fenced = _FENCE.match(content)
+    try:
+        data = json.loads(fenced[1] if fenced else content)
+    except ValueError as exc:
+        raise LLMFailure("invalid_json", f"{exc.__class__.__name__}: {exc}") from None
+    if not isinstance(data, dict):
+        raise LLMFailure("schema", f"expected a JSON object, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise LLMFailure("schema", str(exc).replace("\n", " ")) from None
+
+
+class LLMSummarizer:
+    """A `Summarizer` backed by a chat model, with a summarizer to fall back on."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        fallback: Summarizer,
+        counter: TokenCounter,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        temperature: float = 0.0,
+        on_failure: Callable[[str], None] | None = None,
+    ) -> None:
+        self.name = f"llm:{model}"
+        self.model = model
+        self.temperature = temperature
+        self.fallback = fallback
+        self.counter = counter
+        self.on_failure = on_failure
+        self.failures: dict[str, int] = {kind: 0 for kind in FAILURE_KINDS}
+        self._lock = threading.Lock()
+        # A local server needs no key, but the client refuses none (and would read the
+        # environment for one): a placeholder keeps this module free of environment reads.
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout,
+                                     max_retries=max_retries)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> "LLMSummarizer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def complete(self, messages: Messages, model: type[Reply]) -> Reply:
+        """One chat completion in JSON mode, validated as `model`; raises `LLMFailure`."""
+        try:
+            completion = self._client.chat.completions.create(
+                model=self.model, messages=cast("list[ChatCompletionMessageParam]", messages),
+                temperature=self.temperature, response_format={"type": "json_object"},
+            )
+        except openai.APITimeoutError as exc:
+            raise LLMFailure("timeout", str(exc)) from None
+        except openai.OpenAIError as exc:
+            raise LLMFailure("http", f"{exc.__class__.__name__}: {exc}") from None
+        try:
+            content = completion.choices[0].message.content
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise LLMFailure("schema", f"not a chat completion: {exc}") from None
+        return parse_reply(content, model)
+
+    def _record(self, failure: LLMFailure, what: str) -> None:
+        with self._lock:
+            self.failures[failure.kind] += 1
+        log.warning("LLM %s failed (%s); using %s instead", what, failure, self.fallback.name)
+        if self.on_failure is not None:
+            self.on_failure(failure.kind)
+
+    def summarize(
+        self,
+        sources: Sequence[SourceText],
+        *,
+        level: int,
+        is_master: bool,
+        max_tokens: int,
+        previous: str | None = None,
+    ) -> SummaryDraft:
+        if not sources and not (previous or "").strip():
+            return SummaryDraft(content="", token_count=0, summarizer=self.name)
+        if is_master:
+            messages = master_prompt(_without_text(sources, previous), previous=previous, max_tokens=max_tokens)
+        elif level <= 1:
+            messages = level1_prompt(sources, max_tokens=max_tokens)
+        else:
+            messages = higher_level_prompt(sources, level=level, max_tokens=max_tokens)
+        try:
+            reply = self.complete(messages, SummaryResponse)
+        except LLMFailure as failure:
+            self._record(failure, "summary")
+            draft = self.fallback.summarize(sources, level=level, is_master=is_master,
+                                            max_tokens=max_tokens, previous=previous)
+            return replace(draft, fallback=True)
+        scope = with_previous(sources, previous, level) if is_master else list(sources)
+        content = self._fit(_dated(reply.summary, scope), max_tokens)
+        return SummaryDraft(content=content, token_count=self.counter.count(content), summarizer=self.name)
+
+    def update_board(self, board: Board, new_messages: Sequence[SourceText], *, max_tokens: int) -> Board:
+        fresh = [m for m in new_messages if m.last_seq > board.last_seq]
+        if not fresh:
+            return board
+        try:
+            reply = self.complete(board_prompt(board, fresh, max_tokens=max_tokens), BoardResponse)
+        except LLMFailure as failure:
+            self._record(failure, "board update")
+            return self.fallback.update_board(board, new_messages, max_tokens=max_tokens)
+        return board_from_fields(
+            board, fresh, summary=self._fit(reply.summary, max_tokens), key_facts=reply.key_facts,
+            entities=reply.entities.model_dump(), topics=reply.topics, action_items=reply.action_items,
+            pending_questions=reply.pending_questions, constraints=reply.constraints,
+        )
+
+    def _fit(self, text: str, max_tokens: int) -> str:
+        """`text` within `max_tokens`: a model may overshoot the length it was asked for."""
+        if self.counter.count(text) <= max_tokens:
+            return text
+        return truncate_words(text, max_tokens, self.counter)
+
+
+def _without_text(sources: Sequence[SourceText], text: str | None) -> list[SourceText]:
+    """The sources minus the one whose text is `text` (the master is passed as `previous`)."""
+    if not text:
+        return list(sources)
+    return [s for s in sources if s.text.strip() != text.strip()]
+
+
+def _dated(summary: str, sources: Sequence[SourceText]) -> str:
+    """The summary opened by the date span of its sources, unless the model already wrote it."""
+    days = source_days(sources)
+    first_line = summary.strip().splitlines()[0] if summary.strip() else ""
+    if not days or parse_span(first_line) is not None:
+        return summary.strip()
+    return f"{format_span(min(days), max(days))}\n{summary.strip()}"

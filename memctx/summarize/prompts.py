@@ -1,0 +1,166 @@
+"""Prompts for the LLM summarizer, as code: one function per prompt, its response model beside it.
+
+Owns: the wording of every summarization prompt and the pydantic models the model's JSON reply
+must validate against. Each prompt function returns the chat messages; it must not call a
+model, and the response models accept extra keys but never a missing or empty required one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memctx.summarize.text import format_day
+from memctx.summarize.types import Board, SourceText
+
+Messages = list[dict[str, str]]
+
+_SYSTEM = (
+    "You maintain the long-term memory of a chat application. You write faithful, dense "
+    "summaries of conversations that an assistant will later rely on to answer questions about "
+    "what was said, by whom and when. You reply with one JSON object and nothing else."
+)
+
+_RULES = """Rules:
+- Keep every concrete fact: who said or did what (use the speakers' names, e.g. "Caroline \
+said…", never "the user"), names of people, places and organizations, dates and times, numbers \
+and amounts, decisions, plans and open questions.
+- Keep stated preferences, standing instructions and corrections. When something was corrected, \
+keep only the corrected version and say that it was corrected.
+- Anchor events in time: give the date something happened or was said (e.g. "on 8 May 2023"), \
+resolving relative dates such as "yesterday" or "last week" against the date of the message.
+- Leave out greetings, thanks and small talk. Do not add anything that is not in the text.
+- Write in the language of the conversation, in plain prose, oldest first.
+- Use at most {words} words."""
+
+_REPLY = 'Reply with a JSON object of the form {"summary": "<the summary>"}.'
+
+
+def _words(max_tokens: int) -> int:
+    return max(8, max_tokens * 3 // 4)
+
+
+def transcript(sources: Sequence[SourceText]) -> str:
+    """The sources as the model reads them: one line per message, a block per summary."""
+    lines: list[str] = []
+    for s in sources:
+        if s.kind == "message":
+            when = f" · {format_day(s.created_at.date())}" if s.created_at else ""
+            who = f"{s.who}: " if s.who else ""
+            lines.append(f"[#{s.first_seq}{when}] {who}{s.text}")
+        else:
+            lines.append(f"[summary, level {s.level}, messages {s.first_seq}–{s.last_seq}]\n{s.text}")
+    return "\n".join(lines)
+
+
+class SummaryResponse(BaseModel):
+    """The reply to `level1_prompt`, `higher_level_prompt` and `master_prompt`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    summary: str = Field(min_length=1)
+
+    @field_validator("summary")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("summary is blank")
+        return value.strip()
+
+
+def level1_prompt(sources: Sequence[SourceText], *, max_tokens: int) -> Messages:
+    """Summarize a window of raw messages."""
+    span = f"messages {sources[0].first_seq}–{sources[-1].last_seq}" if sources else "messages"
+    user = (
+        f"Summarize these {span} of a conversation.\n\n{_RULES.format(words=_words(max_tokens))}\n\n"
+        f"{_REPLY}\n\nMessages:\n{transcript(sources)}"
+    )
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
+
+
+def higher_level_prompt(sources: Sequence[SourceText], *, level: int, max_tokens: int) -> Messages:
+    """Merge consecutive summaries of level - 1 into one summary of `level` (level >= 2)."""
+    user = (
+        f"Merge these consecutive summaries of one conversation into a single level-{level} "
+        "summary that covers all of them. Keep the facts of every part; drop only repetition "
+        f"and small talk.\n\n{_RULES.format(words=_words(max_tokens))}\n\n{_REPLY}\n\n"
+        f"Summaries, oldest first:\n{transcript(sources)}"
+    )
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
+
+
+def master_prompt(sources: Sequence[SourceText], *, previous: str | None, max_tokens: int) -> Messages:
+    """Create the master summary of the whole conversation, or update it with newer summaries."""
+    rules = _RULES.format(words=_words(max_tokens))
+    if previous:
+        task = (
+            "Update the master summary of a conversation with the newer summaries below. Keep "
+            "every fact, preference and correction of the current master that is still valid, "
+            "integrate the new facts, and remove only what was superseded or is trivial."
+            f"\n\n{rules}\n\n{_REPLY}\n\nCurrent master summary:\n{previous}\n\n"
+            f"Newer summaries, oldest first:\n{transcript(sources)}"
+        )
+    else:
+        task = (
+            "Write the master summary of a conversation so far from these consecutive summaries."
+            f"\n\n{rules}\n\n{_REPLY}\n\nSummaries, oldest first:\n{transcript(sources)}"
+        )
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": task}]
+
+
+class EntitiesResponse(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    people: list[str] = Field(default_factory=list)
+    places: list[str] = Field(default_factory=list)
+    organizations: list[str] = Field(default_factory=list)
+    other: list[str] = Field(default_factory=list)
+
+
+class BoardResponse(BaseModel):
+    """The reply to `board_prompt`: every field of the board except the bookkeeping."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    summary: str = Field(min_length=1)
+    key_facts: list[str] = Field(default_factory=list)
+    entities: EntitiesResponse = Field(default_factory=EntitiesResponse)
+    topics: list[str] = Field(default_factory=list)
+    action_items: list[str] = Field(default_factory=list)
+    pending_questions: list[str] = Field(default_factory=list)
+    constraints: list[str] = Field(default_factory=list)
+
+    @field_validator("summary")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("summary is blank")
+        return value.strip()
+
+
+_BOARD_FIELDS = """Fields:
+- "summary": the current summary of the whole conversation, at most {words} words.
+- "key_facts": up to 30 short facts, each "Name: fact", newest last.
+- "entities": {{"people": [...], "places": [...], "organizations": [...], "other": [...]}}, \
+most mentioned first.
+- "topics": up to 10 short topics, most discussed first.
+- "action_items": plans, promises and reminders still open ("Name: what"), up to 20.
+- "pending_questions": questions nobody has answered yet ("Name: question"). A question is \
+answered once someone else replies after it; drop answered ones.
+- "constraints": stated preferences, standing instructions and corrections ("Name: what"). \
+Keep every previous constraint unchanged and add the new ones."""
+
+
+def board_prompt(board: Board, new_messages: Sequence[SourceText], *, max_tokens: int) -> Messages:
+    """Update the summary board with the messages that arrived since it was last updated."""
+    current = {k: v for k, v in board.to_json().items() if k not in ("counts", "message_count", "last_seq")}
+    user = (
+        "Update the summary board of a conversation with the new messages.\n\n"
+        f"{_RULES.format(words=_words(max_tokens))}\n\n{_BOARD_FIELDS.format(words=_words(max_tokens))}\n\n"
+        "Reply with a JSON object with exactly these fields.\n\n"
+        f"Current board:\n{json.dumps(current, ensure_ascii=False, indent=1)}\n\n"
+        f"New messages:\n{transcript(new_messages)}"
+    )
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
