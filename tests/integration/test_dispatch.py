@@ -149,3 +149,21 @@ def test_request_for_another_users_conversation_is_refused(app):
     assert not dispatch.request(app, uuid.uuid4(), conv.id, "close")
     with pytest.raises(ValueError):
         dispatch.request(app, USER, conv.id, "delete")
+
+
+def test_migration_holds_the_queue_schema_of_the_installed_dramatiq_postgres(app):
+    """0003 copies dramatiq-postgres's DDL; an upgrade that changes it must come with a migration."""
+    import re
+    from pathlib import Path
+
+    from dramatiq_postgres import generate_init_sql
+
+    def statements(text):
+        text = re.sub(r"--[^\n]*", "", text)
+        return [" ".join(s.split()) for s in text.split(";") if s.strip()]
+
+    ours = Path(__file__).resolve().parents[2] / "migrations" / "0003_worker.sql"
+    theirs = statements(generate_init_sql("memctx_queue"))
+    assert [s for s in statements(ours.read_text()) if "memctx_queue" in s] == theirs
+    with app.pool.connection() as conn:  # and the broker's own existence check agrees
+        assert conn.execute("select to_regclass('memctx_queue.queue') is not null as ok").fetchone()["ok"]
