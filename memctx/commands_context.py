@@ -1,9 +1,162 @@
-"""CLI commands of the context layer, registered on the main `memctx` app by memctx.cli."""
+"""CLI commands of the context layer, registered on the main `memctx` app by memctx.cli.
+
+`memctx context CONV --query TEXT --budget N [--json]` prints a WorkingContext;
+`memctx search QUERY [--conversation CONV]` prints memories;
+`memctx eval locomo PATH [--budgets 1000,2000,4000] [--json] [--plot FILE]` scores it on LoCoMo.
+JSON goes to stdout; progress and errors go to stderr.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Optional
+from uuid import UUID
+
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _uuid(value: str | None, what: str) -> UUID | None:
+    if value is None:
+        return None
+    try:
+        return UUID(value)
+    except ValueError:
+        _fail(f"{what} {value!r} is not a UUID", 2)
+    return None
+
+
+def _conversation_id(memctx_app, user: UUID, value: str) -> UUID:
+    """A conversation UUID, or the external id of one of the user's conversations."""
+    try:
+        return UUID(value)
+    except ValueError:
+        pass
+    for conv in memctx_app.store.list_conversations(user, limit=100_000):
+        if conv.external_id == value:
+            return conv.id
+    _fail(f"unknown conversation {value!r}", 2)
+    raise AssertionError
+
+
+def context_cmd(conversation: str = typer.Argument(..., help="conversation UUID or external id (e.g. conv-26)"),
+                query: str = typer.Option(..., "--query", "-q", help="the user's new message"),
+                budget: int = typer.Option(2000, "--budget", "-b", min=1, help="token budget of the whole context"),
+                user: Optional[str] = typer.Option(None, help="owner user UUID (default: the local user)"),
+                status_quo: bool = typer.Option(False, "--status-quo", help="the last N raw messages instead"),
+                as_json: bool = typer.Option(False, "--json", help="print the WorkingContext as JSON")) -> None:
+    """Assemble the working context for a new message within a token budget."""
+    from memctx.app import open_app
+    from memctx.assemble import BudgetTooSmall, get_working_context
+    from memctx.config import Settings
+    from memctx.store import DEFAULT_USER, UnknownConversation
+
+    owner = _uuid(user, "--user") or DEFAULT_USER
+    with open_app(Settings()) as memctx_app:
+        conv = _conversation_id(memctx_app, owner, conversation)
+        try:
+            wc = get_working_context(memctx_app, conv, query, budget, user=owner, status_quo=status_quo or None)
+        except UnknownConversation as exc:
+            _fail(str(exc), 2)
+        except BudgetTooSmall as exc:
+            _fail(str(exc), 2)
+    if as_json:
+        print(json.dumps(wc.as_json(), ensure_ascii=False))
+        return
+    for message in wc.messages:
+        print(f"--- {message['role']}\n{message['content']}")
+    err.print(f"{wc.tokens}/{wc.budget} tokens; " + ", ".join(f"{s.name} {s.tokens}" for s in wc.sections),
+              highlight=False)
+
+
+def search_cmd(query: str = typer.Argument(..., help="what to look for"),
+               conversation: Optional[str] = typer.Option(None, "--conversation", "-c", help="UUID or external id"),
+               limit: int = typer.Option(10, min=1), threshold: Optional[float] = typer.Option(None),
+               user: Optional[str] = typer.Option(None, help="owner user UUID (default: the local user)")) -> None:
+    """Memory search; prints one JSON line per memory, best first."""
+    from memctx.app import open_app
+    from memctx.config import Settings
+    from memctx.retrieve import search_memories
+    from memctx.store import DEFAULT_USER
+
+    owner = _uuid(user, "--user") or DEFAULT_USER
+    with open_app(Settings()) as memctx_app:
+        conv = _conversation_id(memctx_app, owner, conversation) if conversation else None
+        for memory in search_memories(memctx_app, owner, query, conv, limit=limit, threshold=threshold):
+            print(json.dumps(memory.as_json(), ensure_ascii=False))
+
+
+def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False, help="a LoCoMo JSON file"),
+                    budgets: str = typer.Option("1000,2000,4000", help="comma-separated token budgets"),
+                    as_json: bool = typer.Option(False, "--json", help="print the full results as JSON"),
+                    plot: Optional[Path] = typer.Option(None, help="write recall against budget to this image"),
+                    limit: Optional[int] = typer.Option(None, min=1, help="only the first N questions"),
+                    user: Optional[str] = typer.Option(None, help="owner user UUID (default: the local user)")) -> None:
+    """Score get_working_context on a LoCoMo file (no LLM): evidence recall, answer containment,
+    tokens and latency, beside the recency, dense-only and full-text-only baselines."""
+    from memctx.app import open_app
+    from memctx.config import Settings
+    from memctx.evaluate.locomo import load_questions
+    from memctx.evaluate.run import run_eval
+    from memctx.store import DEFAULT_USER
+
+    try:
+        sizes = sorted({int(b) for b in budgets.split(",") if b.strip()})
+    except ValueError:
+        _fail(f"--budgets {budgets!r} must be comma-separated integers", 2)
+    if not sizes or min(sizes) <= 0:
+        _fail("--budgets needs at least one positive budget", 2)
+    owner = _uuid(user, "--user") or DEFAULT_USER
+    total = len(load_questions(path)[:limit] if limit else load_questions(path))
+    with open_app(Settings(), auto_migrate=True) as memctx_app, Progress(
+            TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            console=err, transient=True, disable=not err.is_terminal) as progress:
+        task = progress.add_task("eval", total=total)
+        results = run_eval(memctx_app, path, sizes, user=owner, limit=limit,
+                           progress=lambda n: progress.advance(task, n))
+    if plot:
+        from memctx.evaluate.plot import plot_recall
+
+        plot_recall(results, plot)
+        err.print(f"plot written to {plot}", highlight=False)
+    if as_json:
+        print(json.dumps(results, ensure_ascii=False))
+    else:
+        _print_table(results)
+
+
+def _print_table(results: dict) -> None:
+    out = Console()
+    table = Table(title=f"LoCoMo {results['dataset']} — {results['questions_total']} questions, full history "
+                        f"≈ {results['full_history_tokens']['mean']:.0f} tokens")
+    for column in ("budget", "arm", "evidence recall", "answer containment", "mean tokens", "p50 ms", "p95 ms"):
+        table.add_column(column)
+    for budget, r in results["budgets"].items():
+        rows = [("memctx", r), *r["baselines"].items()]
+        for arm, v in rows:
+            table.add_row(budget, arm, _fmt(v["evidence_recall"]), _fmt(v["answer_containment"]),
+                          f"{v['mean_tokens']:.0f}", str(v.get("p50_ms", "")), str(v.get("p95_ms", "")))
+    out.print(table)
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
 
 
 def register(app: typer.Typer) -> None:
     """Add this layer's commands to the main app."""
+    app.command("context")(context_cmd)
+    app.command("search")(search_cmd)
+    eval_app = typer.Typer(help="Evaluate memctx on benchmarks (no LLM).", no_args_is_help=True)
+    eval_app.command("locomo")(eval_locomo_cmd)
+    app.add_typer(eval_app, name="eval")

@@ -7,6 +7,7 @@ tiktoken) and the packing rules. Pure; no I/O.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Generic, Iterable, Sequence, TypeVar
 
@@ -20,6 +21,31 @@ T = TypeVar("T")
 
 class BudgetTooSmall(ValueError):
     """The system prompt and the query alone do not fit the budget."""
+
+
+class CachedCounter:
+    """A `TokenCounter` that remembers the counts of recent texts (turns and summaries recur
+    across calls and across the fitting loop); bounded, thread-safe enough for a cache."""
+
+    def __init__(self, counter: TokenCounter, size: int = 50_000) -> None:
+        self.name = counter.name
+        self._counter = counter
+        self._cache: OrderedDict[str, int] = OrderedDict()
+        self._size = size
+
+    def count(self, text: str) -> int:
+        hit = self._cache.get(text)
+        if hit is None:
+            hit = self._cache[text] = self._counter.count(text)
+            if len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        return hit
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        return [self.count(t) for t in texts]
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        return self._counter.truncate(text, max_tokens)
 
 
 def message_tokens(counter: TokenCounter, role: str, content: str) -> int:

@@ -17,7 +17,7 @@ from uuid import UUID
 
 from psycopg_pool import ConnectionPool
 
-from memctx.assemble.budget import BudgetTooSmall, message_tokens, messages_tokens, shares
+from memctx.assemble.budget import BudgetTooSmall, CachedCounter, message_tokens, messages_tokens, shares
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
 from memctx.assemble.render import EXTERNAL_HEADER, memory_block, memory_section
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
@@ -70,7 +70,7 @@ class ContextAssembler:
                  options: ContextOptions | None = None, *, external: ExternalSearch | None = None,
                  compressor: Compressor | None = None) -> None:
         self.pool = pool
-        self.counter = counter
+        self.counter = CachedCounter(counter)
         self.search = search
         self.options = options or ContextOptions()
         self.external = external or NoExternalSearch()

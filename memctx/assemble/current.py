@@ -63,7 +63,16 @@ class CurrentItems:
                       for t in self.turns]
 
     def cost(self, counter: TokenCounter) -> int:
+        """Exact tokens of the section's messages."""
         return sum(message_tokens(counter, m["role"], m["content"]) for m in self.messages())
+
+    def estimate(self, counter: TokenCounter) -> int:
+        """Tokens as the sum of each line's (cached) count: cheap, and within a few tokens of
+        `cost` (tokenization across line joins differs slightly)."""
+        lines = [self.master["content"] if self.master else "", self.board["content"] if self.board else "",
+                 self.compressed or "", *(s["content"] for s in self.summaries), *self.facts, *self.constraints]
+        text_tokens = sum(counter.count(line) + 2 for line in lines if line) + 16  # headers, bullets
+        return text_tokens + sum(message_tokens(counter, t["role"], t["content"]) for t in self.turns)
 
     def sources(self, conversation: UUID) -> list[Source]:
         out: list[Source] = []
@@ -95,12 +104,29 @@ def fit_current(items: CurrentItems, share: int, counter: TokenCounter, compress
         cuts += _compress_older_half(items, share, counter, compress)
         cost = items.cost(counter)
     while cost > share:
-        cut = _drop_lowest(items, counter)
-        if cut is None:
-            break
-        cuts.append(cut)
+        while items.estimate(counter) > share and (cut := _drop_lowest(items, counter)) is not None:
+            cuts.append(cut)
         cost = items.cost(counter)
-    return cuts
+        if cost > share:  # the estimate was a little low: drop one more, exactly
+            cut = _drop_lowest(items, counter)
+            if cut is None:
+                break
+            cuts.append(cut)
+            cost = items.cost(counter)
+    return merge_cuts(cuts)
+
+
+def merge_cuts(cuts: Sequence[Cut]) -> list[Cut]:
+    """One report line per run of same-kind drops (forty key facts are one cut, not forty)."""
+    out: list[Cut] = []
+    for cut in cuts:
+        last = out[-1] if out else None
+        if last and (last.action, last.kind, last.reason) == (cut.action, cut.kind, cut.reason):
+            ids = last.ids + tuple(i for i in cut.ids if i not in last.ids)
+            out[-1] = Cut(last.action, last.section, last.kind, ids, last.reason, last.tokens + cut.tokens)
+        else:
+            out.append(cut)
+    return out
 
 
 def _compress_older_half(items: CurrentItems, share: int, counter: TokenCounter, compress: Compressor) -> list[Cut]:
@@ -119,18 +145,20 @@ def _compress_older_half(items: CurrentItems, share: int, counter: TokenCounter,
                 "summarized", older_tokens - counter.count(text))]
 
 
+KEEP_LAST_TURNS = 2
+
+
 def _drop_lowest(items: CurrentItems, counter: TokenCounter) -> Cut | None:
     """Drop the lowest-priority item. Priority, lowest first: level summaries (oldest first),
     key facts (newest first), the compressed turns, the board's running summary, raw turns
-    (oldest first), constraints, the master summary."""
+    (oldest first) but the last two, the master summary, constraints, the last two turns."""
     if items.summaries:
         s = items.summaries.pop(0)
-        return Cut("dropped", "current", "summary", (str(s["id"]),), "over the current-context share",
+        return Cut("dropped", "current", "summary", (str(s["id"]),), "summary over the current-context share",
                    int(s["token_count"] or counter.count(s["content"])))
     if items.facts:
         fact = items.facts.pop()
-        return Cut("dropped", "current", "board", ("key_fact",), f"key fact over the share: {fact[:60]}",
-                   counter.count(fact))
+        return Cut("dropped", "current", "board", ("key_facts",), "key facts over the share", counter.count(fact))
     if items.compressed:
         text, items.compressed = items.compressed, None
         return Cut("dropped", "current", "summary", items.compressed_ids, "compressed turns over the share",
@@ -141,16 +169,21 @@ def _drop_lowest(items: CurrentItems, counter: TokenCounter) -> Cut | None:
         board["content"] = ""
         items.board = board
         return Cut("dropped", "current", "board", ("current_summary",), "board summary over the share", tokens)
-    if items.turns:
-        t = items.turns.pop(0)
-        return Cut("dropped", "current", "message", (str(t["id"]),), "oldest recent turn over the share",
-                   message_tokens(counter, t["role"], t["content"]))
-    if items.constraints:
-        c = items.constraints.pop()
-        return Cut("dropped", "current", "board", ("constraint",), f"constraint over the share: {c[:60]}",
-                   counter.count(c))
+    if len(items.turns) > KEEP_LAST_TURNS:
+        return _drop_turn(items, counter)
     if items.master:
         m, items.master = items.master, None
         return Cut("dropped", "current", "summary", (str(m["id"]),), "master summary over the share",
                    counter.count(m["content"]))
+    if items.constraints:
+        c = items.constraints.pop()
+        return Cut("dropped", "current", "board", ("constraints",), "constraints over the share", counter.count(c))
+    if items.turns:
+        return _drop_turn(items, counter)
     return None
+
+
+def _drop_turn(items: CurrentItems, counter: TokenCounter) -> Cut:
+    t = items.turns.pop(0)
+    return Cut("dropped", "current", "message", (str(t["id"]),), "oldest recent turns over the share",
+               message_tokens(counter, t["role"], t["content"]))

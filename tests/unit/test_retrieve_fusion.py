@@ -1,0 +1,44 @@
+"""Weighted RRF and query analysis: the ranking a user sees depends on these rules."""
+
+import pytest
+
+from memctx.retrieve.fusion import FusionWeights, fuse, rrf
+from memctx.retrieve.lexical import analyze
+
+
+def test_rrf_sums_weighted_reciprocal_ranks():
+    w = FusionWeights(dense=0.5, lexical=0.3, recency=0.2, k=60)
+    assert rrf({"dense": 1, "lexical": None, "recency": None}, w) == pytest.approx(0.5 / 61)
+    assert rrf({"dense": 1, "lexical": 2, "recency": 3}, w) == pytest.approx(0.5 / 61 + 0.3 / 62 + 0.2 / 63)
+
+
+def test_fuse_prefers_items_found_by_several_lists():
+    w = FusionWeights()
+    order = fuse({"both": {"dense": 3, "lexical": 3, "recency": None},
+                  "dense_top": {"dense": 1, "lexical": None, "recency": None},
+                  "lexical_top": {"dense": None, "lexical": 1, "recency": None}}, w)
+    assert [key for key, _ in order] == ["both", "dense_top", "lexical_top"]
+
+
+def test_zero_weight_silences_a_list():
+    w = FusionWeights(dense=1, lexical=1, recency=0)
+    assert rrf({"dense": None, "lexical": None, "recency": 1}, w) == 0
+
+
+def test_negative_weights_are_refused():
+    with pytest.raises(ValueError):
+        FusionWeights(dense=-1)
+
+
+def test_analysis_drops_filler_and_turns_speaker_names_into_a_signal():
+    a = analyze("When did Caroline go to the LGBTQ support group?", ["Caroline", "Melanie"])
+    assert a.terms == ("lgbtq", "support", "group")
+    assert a.speakers == ("Caroline",)
+    assert a.temporal
+    assert a.tsquery == "lgbtq | support | group"
+
+
+def test_tsquery_is_safe_for_hostile_input():
+    a = analyze("foo & !bar | 'baz':* <-> (qux)")
+    assert set(a.tsquery.replace("|", " ").split()) == {"foo", "bar", "baz", "qux"}
+    assert analyze("the of and").tsquery == ""
