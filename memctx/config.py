@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     board_update_frequency: int = Field(default=5, ge=1, description="messages between board updates")
     board_length: int = Field(default=300, ge=16, description="tokens of the board's running summary")
     idle_close_minutes: float = Field(default=60.0, gt=0, description="idle time before a long-term summary")
+    summary_embeddings: Literal["all", "live"] = Field(
+        default="all", description="embed every summary written, or (faster catch-up of a backlog) only those "
+                                   "still live when the catch-up ends")
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"
     llm_api_key: SecretStr | None = None

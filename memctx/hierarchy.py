@@ -192,14 +192,20 @@ def embed_messages(app: App, conversation_id: UUID, *, batch: int | None = None)
         metrics.MESSAGES_EMBEDDED.inc(len(rows))
 
 
-def embed_summaries(app: App, conversation_id: UUID, *, batch: int | None = None) -> int:
-    """Embed the conversation's summaries written without an embedding, in batches."""
+def embed_summaries(app: App, conversation_id: UUID, *, batch: int | None = None, live_only: bool | None = None) -> int:
+    """Embed the conversation's summaries written without an embedding, in batches.
+
+    With `live_only` (default: `summary_embeddings == "live"`), summaries superseded before they
+    were embedded stay without one; the live path embeds each summary while it is live anyway.
+    """
     batch = batch or app.settings.embed_batch_size
+    live_only = app.settings.summary_embeddings == "live" if live_only is None else live_only
     done = 0
     while True:
         with app.pool.connection() as conn:
             rows = conn.execute(QUERIES["unembedded_summaries"],
-                                {"conversation_id": conversation_id, "limit": batch}).fetchall()
+                                {"conversation_id": conversation_id, "limit": batch,
+                                 "live_only": live_only}).fetchall()
             if not rows:
                 return done
             vectors = app.embedder.embed([r["content"] for r in rows])

@@ -61,6 +61,7 @@ returning id
 -- name: unembedded_summaries
 select id, content from memctx.summaries
  where conversation_id = %(conversation_id)s and embedding is null
+   and (not %(live_only)s or superseded_at is null)
  order by first_seq, level
  limit %(limit)s
 
