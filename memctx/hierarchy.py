@@ -49,7 +49,7 @@ def make_summarizer(settings: Settings, counter: TokenCounter) -> Summarizer:
     def on_failure(kind: str, *_: Any) -> None:
         metrics.FAILURES.labels(kind=f"llm_{kind}").inc()
 
-    return LLMSummarizer(base_url=settings.llm_base_url, model=settings.llm_model,
+    return LLMSummarizer(base_url=settings.llm_base_url or "https://api.openai.com/v1", model=settings.llm_model,
                          api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
                          timeout=settings.llm_timeout_s, max_retries=settings.llm_max_retries,
                          fallback=extractive, counter=counter, on_failure=on_failure)

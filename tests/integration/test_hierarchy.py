@@ -170,3 +170,31 @@ def test_another_users_conversation_is_unknown(app):
         hierarchy.catch_up(app, uuid.uuid4(), conv.id)
     with pytest.raises(LookupError):
         hierarchy.edit_summary(app, uuid.uuid4(), uuid.uuid4(), "x")
+
+
+def test_llm_outage_falls_back_to_extractive_and_is_counted(app):
+    """An unreachable LLM endpoint must not stop summarization (the chain still reaches its fixed point)."""
+    import socket
+
+    from pydantic import SecretStr
+
+    from memctx import metrics
+    from memctx.models import NewMessage
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = app.settings.model_copy(update={"summarizer": "llm", "llm_base_url": f"http://127.0.0.1:{port}/v1",
+                                               "llm_api_key": SecretStr("test"), "llm_max_retries": 0, "llm_timeout_s": 2})
+    tuned = dataclasses.replace(app, settings=settings)
+    summarizer = hierarchy.make_summarizer(settings, app.counter)
+    before = sum(s.value for m in metrics.FAILURES.collect() for s in m.samples if s.name.endswith("_total"))
+    conv = app.store.create_conversation(USER)
+    _sql_insert(app, conv.id, [NewMessage.build("user", f"Message {i} about the Lisbon trip in May.") for i in range(6)])
+    result = hierarchy.catch_up(tuned, USER, conv.id, summarizer)
+    after = sum(s.value for m in metrics.FAILURES.collect() for s in m.samples if s.name.endswith("_total"))
+    assert result.summaries_written == 1 and result.board_updates == 1
+    assert after > before
+    with app.pool.connection() as conn:
+        row = conn.execute("select summarizer, content from memctx.summaries").fetchone()
+    assert "Lisbon" in row["content"]
