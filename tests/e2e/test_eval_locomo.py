@@ -1,0 +1,58 @@
+"""`memctx eval locomo` and `memctx context` end to end, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def _run(args, settings, tmp_path):
+    env = {**os.environ, "MEMCTX_DATABASE_URL": settings.database_url, "MEMCTX_HOME": str(tmp_path)}
+    return subprocess.run([sys.executable, "-m", "memctx", *args], env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def _one_conversation(locomo_path, tmp_path):
+    """The first dev conversation with only what a memory system may read (never the authors'
+    observation or summaries), written to a temporary file — never into the repository."""
+    sample = json.loads(locomo_path.read_text())[0]
+    path = tmp_path / "locomo-one.json"
+    path.write_text(json.dumps([{k: sample[k] for k in ("sample_id", "conversation", "qa")}]))
+    return path
+
+
+@pytest.mark.slow
+def test_eval_locomo_json_and_plot(app, settings, locomo_path, tmp_path):
+    plot = tmp_path / "recall.png"
+    data = _one_conversation(locomo_path, tmp_path)
+    done = _run(["eval", "locomo", str(data), "--budgets", "500,1000", "--limit", "25", "--json",
+                 "--plot", str(plot)], settings, tmp_path)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert set(results["budgets"]) == {"500", "1000"}
+    for budget, r in results["budgets"].items():
+        for key in ("evidence_recall", "answer_containment", "mean_tokens", "p50_ms", "p95_ms", "questions",
+                    "skipped", "baselines", "by_category"):
+            assert key in r
+        assert r["questions"] + r["skipped"] == 25
+        assert r["mean_tokens"] <= int(budget)
+        assert set(r["baselines"]) == {"recency", "dense", "fulltext"}
+        assert r["evidence_recall"] > r["baselines"]["recency"]["evidence_recall"]
+    assert results["full_history_tokens"]["mean"] > 10_000 and results["conversations"] == 1
+    assert plot.exists() and plot.stat().st_size > 1000
+
+    ctx = _run(["context", "conv-26", "--query", "What did Caroline research?", "--budget", "800", "--json"],
+               settings, tmp_path)
+    assert ctx.returncode == 0, ctx.stderr
+    wc = json.loads(ctx.stdout)
+    assert wc["tokens"] <= 800 and wc["messages"][-1]["content"] == "What did Caroline research?"
+    assert any(s["external_id"] and s["external_id"].startswith("D") for s in wc["sources"])
+
+
+def test_eval_refuses_bad_budgets(settings, tmp_path, locomo_path):
+    done = _run(["eval", "locomo", str(locomo_path), "--budgets", "abc"], settings, tmp_path)
+    assert done.returncode == 2 and "budgets" in done.stderr

@@ -1,0 +1,158 @@
+"""Memory search against a real Postgres with the real embedder."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from memctx.models import NewMessage
+from memctx.retrieve import MemorySearch, SearchOptions, TermOverlapReranker, search_memories
+from memctx.retrieve.lexical import analyze
+from memctx.sql import QUERIES
+
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+
+CHAT = [
+    ("user", "I went to a pottery class yesterday and made a blue bowl.", "Ana"),
+    ("assistant", "That sounds lovely! Will you keep going to the class?", "Ben"),
+    ("user", "Yes, every Tuesday. My sister Clara is joining next week.", "Ana"),
+    ("assistant", "Nice. By the way, my dog Rex learned to fetch the newspaper.", "Ben"),
+    ("user", "Ha! Rex is a smart dog. What breed is he?", "Ana"),
+    ("assistant", "He is a border collie, three years old.", "Ben"),
+    ("user", "I am planning a hiking trip to the Dolomites in July.", "Ana"),
+    ("assistant", "Great, bring good boots. The Dolomites are steep.", "Ben"),
+]
+
+
+def _store(app, user, chat=CHAT, external="chat"):
+    conv = app.store.create_conversation(user, external_id=external)
+    msgs = [NewMessage.build(role, text, external_id=f"D1:{i + 1}", created_at=T0 + timedelta(minutes=i),
+                             metadata={"speaker": who, "session": 1})
+            for i, (role, text, who) in enumerate(chat)]
+    app.store.append_messages(user, conv.id, msgs)
+    return conv
+
+
+def test_search_finds_the_turn_and_pairs_it(app):
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    memories = search_memories(app, user, "What breed is Ben's dog?", conv.id, limit=3)
+    top = memories[0]
+    texts = [f.text for f in top.fragments]
+    assert any("border collie" in t for t in texts) or any("Rex" in t for t in texts)
+    # an assistant hit brings the user message before it; a user hit brings the reply after it
+    hit = next(f for f in top.fragments if f.id == top.id)
+    partner = [f for f in top.fragments if f.id != top.id]
+    assert partner and partner[0].seq == (hit.seq - 1 if hit.role == "assistant" else hit.seq + 1)
+    assert top.similarity is not None and top.provenance.matched_by
+
+
+def test_search_is_scoped_to_the_user(app):
+    owner, stranger = uuid.uuid4(), uuid.uuid4()
+    _store(app, owner)
+    assert search_memories(app, stranger, "pottery class", None, limit=5) == []
+    assert search_memories(app, owner, "pottery class", None, limit=5)
+
+
+def test_time_range_filters(app):
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    late = search_memories(app, user, "pottery class blue bowl", conv.id,
+                           time_range=(T0 + timedelta(minutes=5), None), limit=10, threshold=-1.0)
+    assert late and all(f.time >= T0 + timedelta(minutes=4) for m in late for f in m.fragments if f.id == m.id)
+    assert all("pottery" not in f.text for m in late for f in m.fragments if f.id == m.id)
+
+
+def test_threshold_drops_weak_dense_only_hits_but_keeps_lexical_ones(app):
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    strict = search_memories(app, user, "Dolomites", conv.id, limit=10, threshold=0.99)
+    assert strict and all(m.provenance.lexical_rank is not None for m in strict)
+    assert any("Dolomites" in m.text for m in strict)
+
+
+def test_rerank_seam_is_used(app):
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    engine = MemorySearch(app.pool, app.embedder, SearchOptions(limit=3), reranker=TermOverlapReranker(5.0))
+    memories = engine.search(user, "newspaper fetch", conv.id)
+    assert "newspaper" in memories[0].text
+
+
+def test_user_wide_search_includes_live_summaries(app):
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    first = app.store.list_messages(user, conv.id)[0]
+    vec = app.embedder.embed(["Ana takes pottery classes every Tuesday."])[0]
+    with app.pool.connection() as conn:
+        conn.execute("insert into memctx.summaries (conversation_id, user_id, level, content, source_kind, source_ids,"
+                     " first_seq, last_seq, token_count, embedding) values (%s, %s, 1, %s, 'message', %s, 1, 3, 9, %s)",
+                     (conv.id, user, "Ana takes pottery classes every Tuesday.", [first.id], vec))
+    memories = search_memories(app, user, "pottery classes", None, limit=10)
+    summaries = [m for m in memories if m.kind == "summary"]
+    assert summaries and summaries[0].provenance.first_seq == 1 and summaries[0].provenance.last_seq == 3
+    assert len(summaries[0].fragments) == 1  # summaries come alone
+
+
+# The PERFORMANCE-NOTES pitfall: a filtered query prepared before ANALYZE must not keep a plan
+# that scans HNSW and returns at most ef_search candidates.
+def _bulk(app, user, conversations: int, per: int, rng) -> list[uuid.UUID]:
+    ids = []
+    for c in range(conversations):
+        conv = app.store.create_conversation(user, external_id=f"bulk-{c}")
+        msgs = [NewMessage.build("user" if i % 2 == 0 else "assistant", f"note {c}-{i} about topic {i % 17}",
+                                 external_id=f"m{i}") for i in range(per)]
+        vecs = rng.standard_normal((per, 384)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        app.store.append_messages(user, conv.id, msgs, embeddings=vecs)
+        ids.append(conv.id)
+    return ids
+
+
+@pytest.mark.parametrize("analyzed", [False, True])
+def test_filtered_dense_search_returns_full_candidate_count_through_prepared_path(app, analyzed):
+    rng = np.random.default_rng(7)
+    target = uuid.uuid4()
+    conv_ids = _bulk(app, target, conversations=2, per=150, rng=rng)
+    for _ in range(4):  # other users' rows make the HNSW index look attractive
+        _bulk(app, uuid.uuid4(), conversations=1, per=300, rng=rng)
+    if analyzed:
+        with app.pool.connection() as conn:
+            conn.execute("analyze memctx.messages")
+    k = 120  # more than hnsw.ef_search (40)
+    for name, conv in (("search_conversation", conv_ids[0]), ("search_user", None)):
+        params = {"user_id": target, "conversation_id": conv, "tsquery": "", "terms": [], "since": None,
+                  "until": None, "k_dense": k, "k_lexical": 10, "k_recent": 0, "window": 0}
+        with app.pool.connection() as conn:
+            for i in range(8):  # psycopg prepares after 5 executions
+                vec = rng.standard_normal(384).astype(np.float32)
+                params["query_vec"] = vec / np.linalg.norm(vec)
+                rows = conn.execute(QUERIES[name], params, prepare=True).fetchall()
+                dense = [r for r in rows if r["dense_rank"] is not None]
+                assert len(dense) == k, f"{name} run {i}: {len(dense)} dense candidates, expected {k}"
+                expected = sorted(r["similarity"] for r in rows if r["dense_rank"] is not None)
+                assert expected == sorted(expected)
+    # and through the public API (which runs unprepared with custom plans)
+    engine = MemorySearch(app.pool, app.embedder, SearchOptions(k_dense=k, threshold=-1.0, k_recent=0, pair=False))
+    for _ in range(7):
+        assert len(engine.search(target, "topic 5", conv_ids[0], limit=k)) == k
+
+
+def test_dense_candidates_are_the_exact_top_k(app):
+    rng = np.random.default_rng(3)
+    user = uuid.uuid4()
+    (conv,) = _bulk(app, user, conversations=1, per=200, rng=rng)
+    vec = rng.standard_normal(384).astype(np.float32)
+    vec /= np.linalg.norm(vec)
+    with app.pool.connection() as conn:
+        rows = conn.execute(QUERIES["rank_conversation"], {"user_id": user, "conversation_id": conv, "query_vec": vec,
+                                                          "tsquery": ""}).fetchall()
+        exact = {r["id"] for r in sorted(rows, key=lambda r: -r["similarity"])[:30]}
+        got = conn.execute(QUERIES["search_conversation"], {
+            "user_id": user, "conversation_id": conv, "query_vec": vec, "tsquery": "", "terms": [], "since": None,
+            "until": None, "k_dense": 30, "k_lexical": 1, "k_recent": 0, "window": 0}).fetchall()
+    assert {r["id"] for r in got if r["dense_rank"] is not None} == exact
+    assert analyze("").tsquery == ""
