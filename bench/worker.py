@@ -210,6 +210,8 @@ def main() -> None:
         with open_app(settings) as app, open(log_path, "wb") as log:
             app.embedder.embed(["warm up"])
             all_s, median_s, compression = bench_catch_up(app, conversations, args.rounds)
+            with app.pool.connection() as conn:  # the worker starts on a clean database
+                conn.execute("delete from memctx.conversations")
             worker = start_worker(url, home, log)
             wait_ready(log_path)
             lags = bench_lag(app, url, conversations, args.lag_conversations, args.lag_messages, args.interval)

@@ -19,7 +19,6 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Callable
 from uuid import UUID
 
@@ -58,7 +57,8 @@ def run_job(app: App, user_id: UUID, conversation_id: UUID, *, close: bool = Fal
 
     A deleted conversation is not an error (its outbox rows went with it).
     """
-    started_at = datetime.now(timezone.utc)
+    with app.pool.connection() as conn:  # the database's clock, as the claims use (workers' clocks may differ)
+        started_at = conn.execute("select clock_timestamp() as t").fetchone()["t"]
     try:
         result = hierarchy.catch_up(app, user_id, conversation_id, summarizer, force_board=force or close)
         closed = False

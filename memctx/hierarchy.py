@@ -178,16 +178,16 @@ def embed_messages(app: App, conversation_id: UUID, *, batch: int | None = None)
     batch = batch or app.settings.embed_batch_size
     done = 0
     while True:
-        with app.pool.connection() as conn:
+        with app.pool.connection() as conn:  # no transaction stays open while the model runs
             rows = conn.execute(QUERIES["unembedded_messages"],
                                 {"conversation_id": conversation_id, "limit": batch}).fetchall()
-            if not rows:
-                return done
-            vectors = app.embedder.embed([r["text"] for r in rows])
-            counts = app.counter.count_many([r["text"] for r in rows])
-            with conn.transaction(), conn.cursor() as cur:
-                cur.executemany(QUERIES["set_message_embedding"], [
-                    {"id": r["id"], "embedding": v, "token_count": c} for r, v, c in zip(rows, vectors, counts)])
+        if not rows:
+            return done
+        vectors = app.embedder.embed([r["text"] for r in rows])
+        counts = app.counter.count_many([r["text"] for r in rows])
+        with app.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.executemany(QUERIES["set_message_embedding"], [
+                {"id": r["id"], "embedding": v, "token_count": c} for r, v, c in zip(rows, vectors, counts)])
         done += len(rows)
         metrics.MESSAGES_EMBEDDED.inc(len(rows))
 
@@ -206,12 +206,12 @@ def embed_summaries(app: App, conversation_id: UUID, *, batch: int | None = None
             rows = conn.execute(QUERIES["unembedded_summaries"],
                                 {"conversation_id": conversation_id, "limit": batch,
                                  "live_only": live_only}).fetchall()
-            if not rows:
-                return done
-            vectors = app.embedder.embed([r["content"] for r in rows])
-            with conn.transaction(), conn.cursor() as cur:
-                cur.executemany(QUERIES["set_summary_embedding"],
-                                [{"id": r["id"], "embedding": v} for r, v in zip(rows, vectors)])
+        if not rows:
+            return done
+        vectors = app.embedder.embed([r["content"] for r in rows])
+        with app.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.executemany(QUERIES["set_summary_embedding"],
+                            [{"id": r["id"], "embedding": v} for r, v in zip(rows, vectors)])
         done += len(rows)
 
 
