@@ -79,16 +79,18 @@ class Settings(BaseSettings):
     # Defaults tuned on the LoCoMo dev split (docs/RETRIEVAL.md, docs/BENCHMARKS.md); seed 004's
     # values were weights 0.5 / 0.3 / 0.2, k 60, threshold 0.7.
     search_limit: int = Field(default=10, ge=1, description="memories returned by memory search")
-    search_threshold: float = Field(default=0.25, ge=-1, le=1,
+    search_threshold: float = Field(default=0.15, ge=-1, le=1,
                                     description="cosine floor for dense-only hits (calibrated for MiniLM)")
     search_weight_dense: float = Field(default=0.5, ge=0, description="RRF weight of the vector list")
     search_weight_lexical: float = Field(default=0.5, ge=0, description="RRF weight of the full-text list")
     search_weight_recency: float = Field(default=0.0, ge=0, description="RRF weight of the recency list")
     search_rrf_k: float = Field(default=20.0, gt=0, description="RRF constant k")
-    search_candidates: int = Field(default=100, ge=1, description="candidates per list (dense, full text)")
+    search_candidates: int = Field(default=200, ge=1, description="candidates per list (dense, full text)")
     search_recent_candidates: int = Field(default=10, ge=0, description="candidates of the recency list")
     search_neighbours: int = Field(default=0, ge=0, description="temporal neighbours either side of a hit")
     search_speaker_boost: float = Field(default=0.3, ge=0, description="bonus when the query names the speaker")
+    search_dense_smoothing: float = Field(default=1.0, ge=0,
+                                          description="weight of the neighbours' mean score in both relevance lists")
     context_enabled: bool = Field(default=True, description="False = status quo: the last N raw messages")
     context_status_quo_messages: int = Field(default=20, ge=1, description="N of the status-quo context")
     context_current_share: float = Field(default=0.1, ge=0, le=1,

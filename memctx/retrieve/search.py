@@ -33,7 +33,7 @@ class SearchOptions:
     """Tunables of memory search; `from_settings` maps the MEMCTX_* settings onto them."""
 
     limit: int = 10
-    threshold: float = 0.25  # cosine similarity floor for dense-only hits (calibrated for MiniLM)
+    threshold: float = 0.15  # cosine similarity floor for dense-only hits (calibrated for MiniLM)
     weights: FusionWeights = field(default_factory=FusionWeights)
     k_dense: int = 50
     k_lexical: int = 50
@@ -41,6 +41,7 @@ class SearchOptions:
     pair: bool = True
     neighbours: int = 0  # extra turns either side of a hit (temporal neighbours)
     speaker_boost: float = 0.0  # relative bonus when the hit's speaker is named in the query
+    smooth: float = 0.0  # weight of the neighbours' mean score in both relevance lists
 
     @classmethod
     def from_settings(cls, settings: Any) -> "SearchOptions":
@@ -50,7 +51,7 @@ class SearchOptions:
                                   recency=settings.search_weight_recency, k=settings.search_rrf_k),
             k_dense=settings.search_candidates, k_lexical=settings.search_candidates,
             k_recent=settings.search_recent_candidates, neighbours=settings.search_neighbours,
-            speaker_boost=settings.search_speaker_boost)
+            speaker_boost=settings.search_speaker_boost, smooth=settings.search_dense_smoothing)
 
 
 class MemorySearch:
@@ -86,7 +87,7 @@ class MemorySearch:
         since, until = time_range or (None, None)
         params = {"user_id": user, "conversation_id": conversation, "query_vec": vec, "tsquery": analysis.tsquery,
                   "terms": list(analysis.terms), "since": since, "until": until, "k_dense": opts.k_dense, "k_lexical": opts.k_lexical,
-                  "k_recent": opts.k_recent, "window": max(1 if opts.pair else 0, opts.neighbours)}
+                  "k_recent": opts.k_recent, "smooth": opts.smooth, "window": max(1 if opts.pair else 0, opts.neighbours)}
         name = "search_conversation" if conversation else "search_user"
         with self.pool.connection() as conn:
             # Not prepared: Postgres' generic plan of this query is ~3x slower than a custom

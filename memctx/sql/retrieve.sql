@@ -13,26 +13,51 @@
 --   k_dense, k_lexical, k_recent, window
 
 -- name: search_conversation
--- Candidates of one conversation: dense top-k, full-text top-k, the most recent k, each with
--- its rank, plus the neighbours (±window turns) of every candidate for pairing and context.
-with dense as (
-  select m.id, row_number() over (order by (m.embedding <=> %(query_vec)s::vector) + 0, m.seq desc) as rank
+-- Candidates of one conversation: dense top-k, full-text (BM25) top-k, the most recent k, each
+-- with its rank, plus the neighbours (±window turns) of every candidate for pairing and context.
+-- Both relevance lists are smoothed over neighbouring turns: a turn inside a relevant stretch
+-- of conversation ranks above an isolated look-alike (smooth = 0 turns this off).
+with turns as (
+  select m.id, m.seq, length(m.tsv) as len, m.tsv,
+         case when m.embedding is not null then 1 - (m.embedding <=> %(query_vec)s::vector) end as sim
     from memctx.messages m
    where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid
-     and m.embedding is not null
      and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
      and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
-   order by (m.embedding <=> %(query_vec)s::vector) + 0, m.seq desc
+), dense as (
+  select x.id, row_number() over (order by x.score desc, x.seq desc) as rank
+    from (select t.id, t.seq,
+                 t.sim + %(smooth)s::float8 * (coalesce(lag(t.sim) over w, 0) + coalesce(lead(t.sim) over w, 0)) / 2
+                   as score
+            from turns t window w as (order by t.seq)) x
+   where x.score is not null
+   order by x.score desc, x.seq desc
    limit %(k_dense)s
+), terms as (
+  -- BM25 with binary term frequency: rare words weigh more than common ones (ts_rank_cd
+  -- weighs every query word alike), longer turns are damped.
+  select distinct x.q
+    from unnest(%(terms)s::text[]) as t(word), lateral (select to_tsquery('english', t.word) as q) x
+   where numnode(x.q) > 0
+), stats as (
+  select count(*)::float8 as n, greatest(avg(t.len), 1)::float8 as avglen from turns t
+), matches as (
+  select q.q, t.id, t.len from terms q join turns t on t.tsv @@ q.q
+), bm25 as (
+  select x.id,
+         sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * x.len / s.avglen))) as score
+    from matches x
+    join (select q, count(*)::float8 as df from matches group by q) d on d.q = x.q
+   cross join stats s
+   group by x.id
 ), lexical as (
-  select m.id, row_number() over (order by ts_rank_cd(m.tsv, q.q, 1) desc, m.seq desc) as rank,
-         ts_rank_cd(m.tsv, q.q, 1) as lexical_score
-    from memctx.messages m, (select to_tsquery('english', %(tsquery)s::text) as q) q
-   where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid
-     and m.tsv @@ q.q
-     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
-     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
-   order by 2
+  select x.id, row_number() over (order by x.score desc, x.seq desc) as rank, x.own::real as lexical_score
+    from (select t.id, t.seq, b.score as own,
+                 coalesce(b.score, 0) + %(smooth)s::float8
+                   * (coalesce(lag(b.score) over w, 0) + coalesce(lead(b.score) over w, 0)) / 2 as score
+            from turns t left join bm25 b on b.id = t.id window w as (order by t.seq)) x
+   where x.score > 0
+   order by x.score desc, x.seq desc
    limit %(k_lexical)s
 ), recent as (
   select m.id, row_number() over (order by m.seq desc) as rank

@@ -125,7 +125,7 @@ def test_filtered_dense_search_returns_full_candidate_count_through_prepared_pat
     k = 120  # more than hnsw.ef_search (40)
     for name, conv in (("search_conversation", conv_ids[0]), ("search_user", None)):
         params = {"user_id": target, "conversation_id": conv, "tsquery": "", "terms": [], "since": None,
-                  "until": None, "k_dense": k, "k_lexical": 10, "k_recent": 0, "window": 0}
+                  "until": None, "k_dense": k, "k_lexical": 10, "k_recent": 0, "window": 0, "smooth": 1.0}
         with app.pool.connection() as conn:
             for i in range(8):  # psycopg prepares after 5 executions
                 vec = rng.standard_normal(384).astype(np.float32)
@@ -153,6 +153,6 @@ def test_dense_candidates_are_the_exact_top_k(app):
         exact = {r["id"] for r in sorted(rows, key=lambda r: -r["similarity"])[:30]}
         got = conn.execute(QUERIES["search_conversation"], {
             "user_id": user, "conversation_id": conv, "query_vec": vec, "tsquery": "", "terms": [], "since": None,
-            "until": None, "k_dense": 30, "k_lexical": 1, "k_recent": 0, "window": 0}).fetchall()
+            "until": None, "k_dense": 30, "k_lexical": 1, "k_recent": 0, "window": 0, "smooth": 0.0}).fetchall()
     assert {r["id"] for r in got if r["dense_rank"] is not None} == exact
     assert analyze("").tsquery == ""
