@@ -14,9 +14,10 @@ knows nothing of queues (memctx.dispatch does).
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Mapping
+from typing import Any, Iterator, Literal, Mapping
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
@@ -332,9 +333,38 @@ def catch_up(app: App, user_id: UUID, conversation_id: UUID, summarizer: Summari
     """
     started = time.perf_counter()
     with app.pool.connection() as conn:
-        owner = _owner(conn, user_id, conversation_id)
-    ctx = _Context(app, user_id, conversation_id, summarizer or make_summarizer(app.settings, app.counter),
-                   chain_params(app.settings))
+        _owner(conn, user_id, conversation_id)
+    with _catch_up_lock(app, conversation_id):
+        with app.pool.connection() as conn:
+            owner = _owner(conn, user_id, conversation_id)
+        ctx = _Context(app, user_id, conversation_id, summarizer or make_summarizer(app.settings, app.counter),
+                       chain_params(app.settings))
+        return _catch_up(ctx, owner["last_seq"], force_board, started)
+
+
+@contextmanager
+def _catch_up_lock(app: App, conversation_id: UUID, poll_s: float = 0.05) -> Iterator[None]:
+    """Hold the conversation's catch-up lock, waiting for a running catch-up to finish.
+
+    Polls a try-lock rather than blocking, so a long catch-up never trips statement_timeout.
+    """
+    key = {"conversation_id": conversation_id}
+    with app.pool.connection() as guard:
+        guard.autocommit = True
+        while not guard.execute(QUERIES["try_lock_catch_up"], key).fetchone()["locked"]:
+            time.sleep(poll_s)
+        try:
+            yield
+        finally:
+            try:
+                guard.execute(QUERIES["unlock_catch_up"], key)
+                guard.autocommit = False
+            except Exception:
+                guard.close()  # a connection that may still hold the lock never goes back to the pool
+
+
+def _catch_up(ctx: _Context, last_seq: int, force_board: bool, started: float) -> CatchUpResult:
+    app, conversation_id = ctx.app, ctx.conversation_id
     try:
         embedded = embed_messages(app, conversation_id)
     except Exception:
@@ -346,8 +376,16 @@ def catch_up(app: App, user_id: UUID, conversation_id: UUID, summarizer: Summari
     while board_step(ctx, force=force_board):
         boards += 1
     embedded_summaries = embed_summaries(app, conversation_id)
-    return CatchUpResult(conversation_id, owner["last_seq"], embedded, tuple(ctx.steps), boards, embedded_summaries,
+    return CatchUpResult(conversation_id, last_seq, embedded, tuple(ctx.steps), boards, embedded_summaries,
                          time.perf_counter() - started)
+
+
+def catch_up_user(app: App, user_id: UUID, summarizer: Summarizer | None = None, *,
+                  force_board: bool = False) -> list[CatchUpResult]:
+    """`catch_up` every conversation of a user (newest first), e.g. after a bulk ingest."""
+    summarizer = summarizer or make_summarizer(app.settings, app.counter)
+    return [catch_up(app, user_id, c.id, summarizer, force_board=force_board)
+            for c in app.store.list_conversations(user_id, limit=1_000_000)]
 
 
 def regenerate(app: App, user_id: UUID, conversation_id: UUID, summarizer: Summarizer | None = None) -> CatchUpResult:

@@ -7,6 +7,14 @@
 -- wait for a summarizer.
 select pg_advisory_xact_lock(hashtextextended('memctx.summarize:' || %(conversation_id)s::text, 0))
 
+-- name: try_lock_catch_up
+-- One catch-up at a time per conversation (a session lock, distinct from the step lock above): a
+-- duplicate job waits for the running one instead of embedding the same rows twice.
+select pg_try_advisory_lock(hashtextextended('memctx.catch_up:' || %(conversation_id)s::text, 0)) as locked
+
+-- name: unlock_catch_up
+select pg_advisory_unlock(hashtextextended('memctx.catch_up:' || %(conversation_id)s::text, 0)) as unlocked
+
 -- name: conversation_owner
 select id, user_id, last_seq, message_count, closed_at from memctx.conversations
  where id = %(conversation_id)s and user_id = %(user_id)s

@@ -33,7 +33,7 @@ DOWN_FOR = 8  # messages inserted while no worker runs
 def _start_worker(database_url: str, home, log):
     env = {**os.environ, "MEMCTX_DATABASE_URL": database_url, "MEMCTX_HOME": str(home),
            "MEMCTX_CLAIM_LEASE_S": "2", "MEMCTX_SWEEP_INTERVAL_S": "1", "MEMCTX_WORKER_THREADS": "2",
-           "MEMCTX_POOL_MAX_SIZE": "4"}
+           "MEMCTX_POOL_MAX_SIZE": "8"}
     return subprocess.Popen([sys.executable, "-m", "memctx", "worker"], env=env, stdout=log, stderr=subprocess.STDOUT)
 
 

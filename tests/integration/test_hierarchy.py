@@ -198,3 +198,32 @@ def test_llm_outage_falls_back_to_extractive_and_is_counted(app):
     with app.pool.connection() as conn:
         row = conn.execute("select summarizer, content from memctx.summaries").fetchone()
     assert "Lisbon" in row["content"]
+
+
+def test_concurrent_catch_ups_of_one_conversation_do_the_work_once(app, locomo_path):
+    import threading
+
+    conv = app.store.create_conversation(USER)
+    _sql_insert(app, conv.id, _locomo(locomo_path)[:60])
+    results, errors = [], []
+
+    def run():
+        try:
+            results.append(hierarchy.catch_up(app, USER, conv.id))
+        except Exception as exc:  # noqa: BLE001 - surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert sum(r.embedded_messages for r in results) == 60
+    assert sum(r.summaries_written for r in results) == len([a for a in _actions(60, app)])
+    assert _shape(hierarchy.live_chain(app, USER, conv.id)) == _expected_shape(60, app)
+
+
+def _actions(n, app):
+    from memctx.summarize.chain import simulate
+    return simulate(n, hierarchy.chain_params(app.settings)).actions
