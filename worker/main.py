@@ -68,7 +68,7 @@ def run(settings: Settings, *, dispatch: bool = True, processes: int | None = No
             dispatcher.stop()
         for child in children:
             child.terminate()
-        worker.stop(timeout=10_000)
+        worker.stop(timeout=30_000)  # let running jobs finish their step
         broker.close()
         app.close()
         for child in children:
