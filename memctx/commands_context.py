@@ -121,7 +121,7 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
     with open_app(Settings(), auto_migrate=True) as memctx_app, Progress(
             TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
             console=err, transient=True, disable=not err.is_terminal) as progress:
-        task = progress.add_task("eval", total=total)
+        task = progress.add_task("eval", total=total * 2)  # memctx pass, then the baselines' pass
         results = run_eval(memctx_app, path, sizes, user=owner, limit=limit,
                            progress=lambda n: progress.advance(task, n))
     if plot:

@@ -107,7 +107,10 @@ class ContextAssembler:
         external_messages, external_tokens = self._external(ask["content"], 0)
         memory_budget = available - current_tokens - external_tokens
         t0 = time.perf_counter()
-        sopts = replace(search_options or self.search.options, limit=opts.memory_candidates)
+        base = search_options or self.search.options
+        # Candidates scale with the room: ~20 tokens per candidate turn is more than enough.
+        k = min(base.k_dense, max(100, memory_budget // 20))
+        sopts = replace(base, limit=opts.memory_candidates, k_dense=k, k_lexical=min(base.k_lexical, k))
         memories = self.search.search(user, ask["content"], conversation if opts.scope == "conversation" else None,
                                       options=sopts)
         timings["search"] = _ms(t0)
