@@ -38,6 +38,7 @@ FAILURES = Counter("memctx_worker_failures_total", "Failures, by kind (summarize
                    ["kind"], registry=REGISTRY)
 
 
-def serve(port: int, addr: str = "0.0.0.0") -> None:
-    """Serve /metrics on `port` from a daemon thread."""
-    start_http_server(port, addr=addr, registry=REGISTRY)
+def serve(port: int, addr: str = "0.0.0.0"):
+    """Serve /metrics on `port` from a daemon thread; returns the server (`.shutdown()` stops it)."""
+    server, _thread = start_http_server(port, addr=addr, registry=REGISTRY)
+    return server

@@ -167,3 +167,29 @@ def test_migration_holds_the_queue_schema_of_the_installed_dramatiq_postgres(app
     assert [s for s in statements(ours.read_text()) if "memctx_queue" in s] == theirs
     with app.pool.connection() as conn:  # and the broker's own existence check agrees
         assert conn.execute("select to_regclass('memctx_queue.queue') is not null as ok").fetchone()["ok"]
+
+
+def test_metrics_endpoint_reports_summaries_boards_backlog(app):
+    import socket
+
+    import httpx
+
+    from memctx import metrics
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = metrics.serve(port, addr="127.0.0.1")
+    conv = app.store.create_conversation(USER)
+    _say(app, conv.id, *_texts(6))
+    dispatch.run_job(app, USER, conv.id)
+    dispatch.backlog(app)
+    try:
+        body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    finally:
+        server.shutdown()
+        server.server_close()
+    for name in ("memctx_summaries_generated_total{kind=\"level1\",summarizer=\"extractive\"}",
+                 "memctx_summary_generation_duration_seconds_bucket", "memctx_summary_token_count_bucket",
+                 "memctx_board_updates_total", "memctx_outbox_backlog 0.0", "memctx_worker_messages_embedded_total"):
+        assert name in body, name
