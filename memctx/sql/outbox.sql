@@ -73,4 +73,8 @@ select count(*) as pending,
   from memctx.outbox where processed_at is null
 
 -- name: purge_processed_outbox
-delete from memctx.outbox where processed_at < now() - make_interval(secs => %(keep_s)s)
+-- Old processed rows, found by primary-key range below the oldest pending row (no full scan).
+delete from memctx.outbox
+ where id < coalesce((select min(id) from memctx.outbox where processed_at is null),
+                     (select max(id) + 1 from memctx.outbox))
+   and processed_at < now() - make_interval(secs => %(keep_s)s)

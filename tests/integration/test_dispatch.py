@@ -193,3 +193,15 @@ def test_metrics_endpoint_reports_summaries_boards_backlog(app):
                  "memctx_summary_generation_duration_seconds_bucket", "memctx_summary_token_count_bucket",
                  "memctx_board_updates_total", "memctx_outbox_backlog 0.0", "memctx_worker_messages_embedded_total"):
         assert name in body, name
+
+
+def test_processed_rows_are_purged_after_the_keep_time_and_pending_ones_never(app):
+    conv = app.store.create_conversation(USER)
+    _say(app, conv.id, *_texts(3))
+    dispatch.run_job(app, USER, conv.id)
+    _say(app, conv.id, *_texts(2))  # pending
+    purge = _tuned(app, outbox_keep_hours=0.0)
+    dispatch.Dispatcher(purge, lambda job: None).sweep()
+    with app.pool.connection() as conn:
+        left = conn.execute("select seq, processed_at from memctx.outbox order by seq").fetchall()
+    assert [r["seq"] for r in left] == [4, 5]
