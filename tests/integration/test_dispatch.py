@@ -205,3 +205,21 @@ def test_processed_rows_are_purged_after_the_keep_time_and_pending_ones_never(ap
     with app.pool.connection() as conn:
         left = conn.execute("select seq, processed_at from memctx.outbox order by seq").fetchall()
     assert [r["seq"] for r in left] == [4, 5]
+
+
+def test_a_summarize_request_forces_the_board_tail_through_the_worker_path(app):
+    conv = app.store.create_conversation(USER)
+    _say(app, conv.id, *_texts(7))
+    jobs = []
+    dispatcher = dispatch.Dispatcher(app, jobs.append)
+    dispatcher.dispatch_pending()
+    dispatch.run_job(app, jobs[0].user_id, jobs[0].conversation_id, force=jobs[0].force)
+    assert hierarchy.get_board(app, USER, conv.id).last_seq == 5  # the tail waits for 3 more messages
+
+    assert dispatch.request(app, USER, conv.id, "summarize")
+    jobs.clear()
+    dispatcher.dispatch_pending()
+    assert [(j.conversation_id, j.force) for j in jobs] == [(conv.id, True)]
+    dispatch.run_job(app, USER, conv.id, force=True)
+    assert hierarchy.get_board(app, USER, conv.id).last_seq == 7
+    assert dispatch.backlog(app).pending == 0
