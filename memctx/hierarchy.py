@@ -416,6 +416,9 @@ def edit_summary(app: App, user_id: UUID, summary_id: UUID, content: str) -> Sum
         raise ValueError("a summary cannot be empty")
     vector = app.embedder.embed([content])[0]
     with app.pool.connection() as conn, conn.transaction():
+        found = conn.execute(QUERIES["summary_conversation"], {"id": summary_id, "user_id": user_id}).fetchone()
+        if found is not None:  # never between a step's read of the chain and its write
+            conn.execute(QUERIES["lock_conversation_summaries"], {"conversation_id": found["conversation_id"]})
         row = conn.execute(QUERIES["edit_summary"], {
             "id": summary_id, "user_id": user_id, "content": content, "token_count": app.counter.count(content),
             "embedding": vector}).fetchone()

@@ -118,6 +118,9 @@ update memctx.summaries set superseded_at = now(), updated_at = now()
 -- name: delete_board
 delete from memctx.summary_boards where conversation_id = %(conversation_id)s and user_id = %(user_id)s
 
+-- name: summary_conversation
+select conversation_id from memctx.summaries where id = %(id)s and user_id = %(user_id)s
+
 -- name: edit_summary
 update memctx.summaries
    set content = %(content)s, token_count = %(token_count)s, embedding = %(embedding)s, edited = true,
