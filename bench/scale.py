@@ -93,7 +93,7 @@ def load(url: str, users: int, convs: int, per: int, log) -> dict:
         batch = max(1, 20_000 // (convs * per) or 1)
         for start in range(0, users, batch):
             conn.execute(LOAD_SQL, {"per": per, "words": list(WORDS), "users": user_ids[start:start + batch]})
-            log(f"loaded users {start + batch}/{users}")
+            log(f"loaded users {min(start + batch, users)}/{users}")
         timings["load_s"] = round(time.perf_counter() - t, 1)
         conn.execute("set maintenance_work_mem = '1GB'")
         t = time.perf_counter()
