@@ -38,7 +38,10 @@ class CachedCounter:
         if hit is None:
             hit = self._cache[text] = self._counter.count(text)
             if len(self._cache) > self._size:
-                self._cache.popitem(last=False)
+                try:
+                    self._cache.popitem(last=False)
+                except KeyError:  # another thread emptied it first
+                    pass
         return hit
 
     def count_many(self, texts: list[str]) -> list[int]:
