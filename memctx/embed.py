@@ -12,7 +12,7 @@ import hashlib
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -45,15 +45,22 @@ class LocalMiniLM:
     Padding is per batch to its longest text (the bundled tokenizer pads every text to 128,
     which costs 4-5x on short queries); texts are sorted by length inside a call so batches
     hold similar lengths. Truncation at 256 word pieces, as sentence-transformers does.
+
+    A batch also holds at most `max_batch_tokens` padded word pieces: attention memory grows
+    with rows x width^2, and onnxruntime's CPU arena keeps its high-water mark for the life of
+    the process. 64 summary-sized texts (width 256) drove a worker to ~1.9 GB RSS embed-only
+    (~3.5 GB seen in a worker); capped at 16 rows at that width it stays near 0.7 GB at the same
+    speed (per-text cost does not depend on the batch size on CPU). Short texts still go 64 at a time.
     """
 
     name = "all-MiniLM-L6-v2-int8"
     dim = 384
     max_length = 256
 
-    def __init__(self, *, batch_size: int = 64, threads: int = 2) -> None:
+    def __init__(self, *, batch_size: int = 64, threads: int = 2, max_batch_tokens: int = 4096) -> None:
         self.batch_size = batch_size
         self.threads = threads
+        self.max_batch_tokens = max_batch_tokens
 
     @cached_property
     def _tokenizer(self):
@@ -81,10 +88,21 @@ class LocalMiniLM:
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
+        for idx in self._batches([len(encodings[i].ids) for i in order], order):
             out[idx] = self._run([encodings[i] for i in idx])
         return out
+
+    def _batches(self, lengths: list[int], order: list[int]) -> Iterator[list[int]]:
+        """Consecutive slices of `order` (sorted by length, ascending) within both batch limits."""
+        start = 0
+        while start < len(order):
+            end = start + 1
+            # Ascending lengths: the last row of a slice sets its padded width.
+            while (end < len(order) and end - start < self.batch_size
+                   and (end - start + 1) * lengths[end] <= self.max_batch_tokens):
+                end += 1
+            yield order[start:end]
+            start = end
 
     def _run(self, encodings) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)

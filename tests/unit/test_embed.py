@@ -46,3 +46,21 @@ def test_empty_batch(local):
 def test_hashing_embedder_is_deterministic():
     e = HashingEmbedder(dim=32)
     assert np.array_equal(e.embed(["same text"]), e.embed(["same text"]))
+
+
+def test_batches_cap_padded_tokens_so_long_texts_do_not_grow_the_arena():
+    """Long (summary-sized) texts go in small batches, short ones in full ones; every text once."""
+    e = LocalMiniLM(batch_size=64, max_batch_tokens=4096)
+    lengths = [20] * 100 + [256] * 40  # ascending, as embed() sorts them
+    batches = list(e._batches(lengths, list(range(len(lengths)))))
+    assert [i for b in batches for i in b] == list(range(len(lengths)))
+    assert all(len(b) * max(lengths[i] for i in b) <= 4096 for b in batches)
+    assert len(batches[0]) == 64 and max(len(b) for b in batches if lengths[b[-1]] == 256) == 16
+    assert list(e._batches([5000], [0])) == [[0]]  # a text longer than the cap still goes, alone
+
+
+def test_capped_batches_give_the_same_vectors():
+    texts = ["a short one", "Caroline went to the LGBTQ support group and felt accepted there. " * 12, "medium text"]
+    capped = LocalMiniLM(batch_size=64, max_batch_tokens=200).embed(texts)
+    uncapped = LocalMiniLM(batch_size=64, max_batch_tokens=10**9).embed(texts)
+    assert np.allclose(capped, uncapped, atol=1e-4)
