@@ -61,7 +61,8 @@ def register(app: typer.Typer) -> None:
                       regenerate: bool = typer.Option(False, "--regenerate",
                                                       help="discard every summary (edited ones too) and rebuild")
                       ) -> None:
-        """Do a conversation's pending summarization now (the board's incomplete tail included)."""
+        """Do a conversation's pending summarization now (the board's incomplete tail included, every
+        summary embedded)."""
         owner, conv = _uuid(user, "--user", DEFAULT_USER), _uuid(conversation, "conversation")
         with open_app(Settings()) as memctx_app:
             try:
@@ -69,7 +70,8 @@ def register(app: typer.Typer) -> None:
                           else hierarchy.catch_up(memctx_app, owner, conv, force_board=True))
             except UnknownConversation as exc:
                 _unknown(exc)
-        print(json.dumps(result.as_json()))
+            backfilled = hierarchy.backfill_conversation(memctx_app, conv)  # "now": every summary embedded
+        print(json.dumps({**result.as_json(), "backfilled_summaries": backfilled}))
 
     @app.command("chain")
     def chain_cmd(conversation: str, user: Optional[str] = typer.Option(None, help=USER_HELP),
@@ -148,4 +150,5 @@ def register(app: typer.Typer) -> None:
         """Outbox rows waiting for the worker (and the age of the oldest)."""
         with open_app(Settings()) as memctx_app:
             b = dispatch.backlog(memctx_app)
-        print(json.dumps({"pending": b.pending, "oldest_s": round(b.oldest_s, 1), "dead": b.dead}))
+        print(json.dumps({"pending": b.pending, "oldest_s": round(b.oldest_s, 1), "dead": b.dead,
+                          "unembedded_summaries": b.unembedded_summaries}))

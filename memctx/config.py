@@ -55,8 +55,13 @@ class Settings(BaseSettings):
     board_length: int = Field(default=300, ge=16, description="tokens of the board's running summary")
     idle_close_minutes: float = Field(default=60.0, gt=0, description="idle time before a long-term summary")
     summary_embeddings: Literal["all", "live"] = Field(
-        default="all", description="embed every summary written, or (faster catch-up of a backlog) only those "
-                                   "still live when the catch-up ends")
+        default="live", description="'live': a catch-up embeds the summaries still live at its end and the "
+                                    "superseded ones are backfilled later in the background (several times "
+                                    "faster catch-up); 'all': a catch-up embeds every summary it writes")
+    backfill_batch_size: int = Field(default=16, ge=1,
+                                     description="superseded summaries embedded per backfill batch")
+    backfill_idle_s: float = Field(default=2.0, ge=0,
+                                   description="a worker backfills once no job has run for this long")
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"
     llm_api_key: SecretStr | None = None

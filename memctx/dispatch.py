@@ -3,8 +3,10 @@
 Owns: the dispatcher (LISTENs on `memctx_outbox`, claims pending outbox rows with
 `FOR UPDATE SKIP LOCKED`, coalesces them into one job per conversation, sweeps on start and
 periodically for rows whose NOTIFY was missed or whose claim expired, queues idle conversations
-for their long-term summary, and reports the backlog) and `run_job`, the one function a worker's
-actor calls. It does not know the broker: jobs leave through a `send` callable.
+for their long-term summary, embeds a batch of superseded summaries left without an embedding,
+and reports the backlog), `run_job`, the one function a worker's actor calls, and `IdleBackfill`,
+which embeds that backlog while a worker process has no job. It does not know the broker: jobs
+leave through a `send` callable.
 
 Correctness does not rest on the queue: a job brings its conversation fully up to date from the
 database (memctx.hierarchy.catch_up), so a lost, duplicated or repeated job costs time, never
@@ -51,12 +53,43 @@ class JobResult:
     marked: int
 
 
+class _Activity:
+    """When this process last ran a job, and how many run now: the idle backfill's signal."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.running = 0
+        self.last = time.monotonic()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self.running += 1
+
+    def __exit__(self, *_) -> None:
+        with self._lock:
+            self.running -= 1
+            self.last = time.monotonic()
+
+    def idle_for(self) -> float:
+        with self._lock:
+            return 0.0 if self.running else time.monotonic() - self.last
+
+
+ACTIVITY = _Activity()
+
+
 def run_job(app: App, user_id: UUID, conversation_id: UUID, *, close: bool = False, force: bool = False,
             summarizer: Summarizer | None = None) -> JobResult:
     """The worker's one job: catch up, close if asked, then mark the outbox rows processed.
 
     A deleted conversation is not an error (its outbox rows went with it).
     """
+    with ACTIVITY:
+        return _run_job(app, user_id, conversation_id, close, force, summarizer)
+
+
+def _run_job(app: App, user_id: UUID, conversation_id: UUID, close: bool, force: bool,
+             summarizer: Summarizer | None) -> JobResult:
     with app.pool.connection() as conn:  # the database's clock, as the claims use (workers' clocks may differ)
         started_at = conn.execute("select clock_timestamp() as t").fetchone()["t"]
     try:
@@ -93,14 +126,56 @@ class Backlog:
     pending: int
     oldest_s: float
     dead: int  # rows that reached outbox_max_attempts and are left alone
+    unembedded_summaries: int = 0  # the summary-embedding backfill's backlog
 
 
 def backlog(app: App) -> Backlog:
     with app.pool.connection() as conn:
         row = conn.execute(QUERIES["outbox_backlog"], {"max_attempts": app.settings.outbox_max_attempts}).fetchone()
+        unembedded = conn.execute(QUERIES["unembedded_summary_count"], {"conversation_id": None}).fetchone()["n"]
     metrics.OUTBOX_BACKLOG.set(row["pending"])
     metrics.OUTBOX_OLDEST_AGE.set(row["oldest_s"])
-    return Backlog(int(row["pending"]), float(row["oldest_s"]), int(row["dead"]))
+    metrics.SUMMARIES_UNEMBEDDED.set(unembedded)
+    return Backlog(int(row["pending"]), float(row["oldest_s"]), int(row["dead"]), int(unembedded))
+
+
+def backfill_batch(app: App) -> int:
+    """One batch of the summary-embedding backfill; a failure is counted, never raised."""
+    try:
+        return hierarchy.backfill_summary_embeddings(app)
+    except Exception:
+        metrics.FAILURES.labels(kind="backfill").inc()
+        log.exception("summary embedding backfill failed")
+        return 0
+
+
+class IdleBackfill:
+    """Embeds superseded summaries, one small batch at a time, while this process runs no job.
+
+    Every worker process runs one; the advisory locks of the backfill keep them apart. A job that
+    starts meanwhile waits for no one: it shares the cores with at most one batch.
+    """
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        idle_s = self.app.settings.backfill_idle_s
+        while not self.stopping.is_set():
+            wait = idle_s - ACTIVITY.idle_for()
+            if wait > 0:
+                self.stopping.wait(min(wait, 1.0))
+            elif backfill_batch(self.app) == 0:  # nothing left (or all taken): look again later
+                self.stopping.wait(self.app.settings.sweep_interval_s)
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run, name="memctx-backfill", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self.stopping.set()
 
 
 class Dispatcher:
@@ -131,12 +206,14 @@ class Dispatcher:
                 return sent
 
     def sweep(self) -> int:
-        """Queue idle conversations for closing, claim whatever is pending or expired, purge old rows."""
+        """Queue idle conversations for closing, claim whatever is pending or expired, purge old rows,
+        embed one backfill batch of superseded summaries (after dispatching: jobs come first)."""
         settings = self.app.settings
         with self.app.pool.connection() as conn:
             conn.execute(QUERIES["enqueue_idle_closes"], {"idle_s": settings.idle_close_minutes * 60, "limit": 1000})
             conn.execute(QUERIES["purge_processed_outbox"], {"keep_s": settings.outbox_keep_hours * 3600})
         sent = self.dispatch_pending()
+        backfill_batch(self.app)
         backlog(self.app)
         return sent
 

@@ -196,11 +196,12 @@ def embed_messages(app: App, conversation_id: UUID, *, batch: int | None = None)
 def embed_summaries(app: App, conversation_id: UUID, *, batch: int | None = None, live_only: bool | None = None) -> int:
     """Embed the conversation's summaries written without an embedding, in batches.
 
-    With `live_only` (default: `summary_embeddings == "live"`), summaries superseded before they
-    were embedded stay without one; the live path embeds each summary while it is live anyway.
+    With `live_only` (default unless `summary_embeddings == "all"`), only the live ones: those
+    superseded before they were embedded are left to `backfill_summary_embeddings`, off the
+    catch-up's path (memory search reads live summaries only).
     """
     batch = batch or app.settings.embed_batch_size
-    live_only = app.settings.summary_embeddings == "live" if live_only is None else live_only
+    live_only = app.settings.summary_embeddings != "all" if live_only is None else live_only
     done = 0
     while True:
         with app.pool.connection() as conn:
@@ -214,6 +215,59 @@ def embed_summaries(app: App, conversation_id: UUID, *, batch: int | None = None
             cur.executemany(QUERIES["set_summary_embedding"],
                             [{"id": r["id"], "embedding": v} for r, v in zip(rows, vectors)])
         done += len(rows)
+
+
+def backfill_summary_embeddings(app: App, *, limit: int | None = None, conversation_id: UUID | None = None) -> int:
+    """Embed one batch of the oldest superseded summaries stored without an embedding.
+
+    Low-priority work for the worker's sweep and idle time (all conversations) and for
+    `memctx summarize` (one conversation). Each row is claimed with a session advisory try-lock
+    on an autocommit connection, so concurrent backfills never embed the same row and no
+    transaction is open while the embedder runs. Returns how many were embedded (0 when nothing
+    is left, or every candidate is being embedded by another backfill right now).
+    """
+    key = {"conversation_id": conversation_id, "limit": limit or app.settings.backfill_batch_size}
+    with app.pool.connection() as claim:
+        claim.autocommit = True
+        ids = [r["id"] for r in claim.execute(QUERIES["lock_unembedded_summaries"], key).fetchall()]
+        if not ids:
+            claim.autocommit = False
+            return 0
+        try:
+            rows = claim.execute(QUERIES["locked_unembedded_summaries"], {"ids": ids}).fetchall()
+            texts = [r["content"] for r in rows]
+            vectors = app.embedder.embed(texts) if rows else []
+            counts = app.counter.count_many(texts) if rows else []
+            if rows:
+                with claim.transaction(), claim.cursor() as cur:
+                    cur.executemany(QUERIES["set_backfilled_summary_embedding"], [
+                        {"id": r["id"], "embedding": v, "token_count": c} for r, v, c in zip(rows, vectors, counts)])
+            claim.execute(QUERIES["unlock_summaries"], {"ids": ids})
+            claim.autocommit = False
+        except BaseException:
+            claim.close()  # a connection that may still hold row locks never goes back to the pool
+            raise
+    metrics.SUMMARIES_BACKFILLED.inc(len(rows))
+    return len(rows)
+
+
+def backfill_conversation(app: App, conversation_id: UUID, *, poll_s: float = 0.05) -> int:
+    """Backfill until every summary of the conversation has an embedding; returns how many it did.
+
+    Rows another backfill holds are waited for, so the conversation is fully embedded on return.
+    """
+    done = 0
+    while True:
+        n = backfill_summary_embeddings(app, conversation_id=conversation_id)
+        done += n
+        if n == 0:
+            with app.pool.connection() as conn:
+                left = conn.execute(QUERIES["unembedded_summary_count"],
+                                    {"conversation_id": conversation_id}).fetchone()["n"]
+            if left == 0:
+                return done
+            embed_summaries(app, conversation_id, live_only=True)  # live rows left by a failed catch-up
+            time.sleep(poll_s)
 
 
 # The hierarchy ---------------------------------------------------------------------------------
@@ -327,7 +381,9 @@ def catch_up(app: App, user_id: UUID, conversation_id: UUID, summarizer: Summari
 
     Embeds messages stored without an embedding, applies the hierarchy rules until none applies
     (each action one transaction), folds every complete group of `update_frequency` new messages
-    into the board (with `force_board`, the incomplete tail too), and embeds the new summaries.
+    into the board (with `force_board`, the incomplete tail too), and embeds the summaries still
+    live at the end (every summary written with `summary_embeddings="all"`; otherwise the
+    superseded ones are left to `backfill_summary_embeddings`).
     Safe to run concurrently with itself and with the worker: every step takes the
     conversation's lock and re-reads the chain. Raises UnknownConversation for another user's id.
     """

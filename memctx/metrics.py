@@ -27,6 +27,11 @@ BOARD_DURATION = Histogram("memctx_board_update_duration_seconds", "Time to upda
 MESSAGES_EMBEDDED = Counter("memctx_worker_messages_embedded_total",
                             "Messages the worker embedded because they arrived without an embedding.",
                             registry=REGISTRY)
+SUMMARIES_BACKFILLED = Counter("memctx_summaries_backfilled_total",
+                               "Superseded summaries embedded after their catch-up, by the backfill.",
+                               registry=REGISTRY)
+SUMMARIES_UNEMBEDDED = Gauge("memctx_summaries_unembedded", "Summaries without an embedding yet (the backfill's backlog).",
+                             registry=REGISTRY)
 LONGTERM_WRITTEN = Counter("memctx_conversation_summaries_written_total",
                            "Long-term conversation summaries written (idle or closed).", registry=REGISTRY)
 OUTBOX_BACKLOG = Gauge("memctx_outbox_backlog", "Outbox rows not processed yet.", registry=REGISTRY)

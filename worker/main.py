@@ -1,7 +1,8 @@
 """`memctx worker`: Dramatiq workers plus the outbox dispatcher, in one process (or N).
 
-Each process runs `worker_threads` Dramatiq worker threads on the configured broker; the first
-one also runs the dispatcher (LISTEN/NOTIFY + outbox claims) unless told not to. Extra processes
+Each process runs `worker_threads` Dramatiq worker threads on the configured broker and an idle
+backfill thread (embeds superseded summaries while no job runs); the first one also runs the
+dispatcher (LISTEN/NOTIFY + outbox claims) unless told not to. Extra processes
 (`worker_processes` > 1) are started as children that exit when their parent goes away.
 """
 
@@ -19,7 +20,7 @@ import dramatiq
 from memctx import metrics
 from memctx.app import open_app
 from memctx.config import Settings
-from memctx.dispatch import Dispatcher
+from memctx.dispatch import Dispatcher, IdleBackfill
 from worker.actors import declare
 from worker.broker import make_broker
 
@@ -58,12 +59,15 @@ def run(settings: Settings, *, dispatch: bool = True, processes: int | None = No
     dispatcher = Dispatcher(app, actors.send) if dispatch else None
     if dispatcher:
         dispatcher.start()
+    backfill = IdleBackfill(app)
+    backfill.start()
     log.info("memctx worker running: broker=%s threads=%d processes=%d dispatcher=%s", settings.broker, threads,
              processes, bool(dispatcher))
     try:
         stop.wait()
     finally:
         log.info("stopping")
+        backfill.stop()
         if dispatcher:
             dispatcher.stop()
         for child in children:

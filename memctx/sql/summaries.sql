@@ -76,6 +76,40 @@ select id, content from memctx.summaries
 -- name: set_summary_embedding
 update memctx.summaries set embedding = %(embedding)s where id = %(id)s
 
+-- name: lock_unembedded_summaries
+-- The backfill's claim: the oldest superseded summaries without an embedding (live ones are the
+-- catch-up's), each under a session advisory lock taken with a try-lock, so concurrent backfills
+-- skip each other's rows and no transaction stays open while the embedder runs. The candidates
+-- are materialized and the outer query has no LIMIT, so every lock taken is a row returned.
+with candidates as materialized (
+  select id from memctx.summaries
+   where embedding is null and superseded_at is not null
+     and (%(conversation_id)s::uuid is null or conversation_id = %(conversation_id)s::uuid)
+   order by created_at, id
+   limit %(limit)s
+)
+select id from candidates
+ where pg_try_advisory_lock(hashtextextended('memctx.embed_summary:' || id::text, 0))
+
+-- name: locked_unembedded_summaries
+-- Re-read after locking (a new snapshot): a row another backfill embedded and unlocked between
+-- our candidate scan and our lock is dropped here, so no row is embedded twice.
+select id, content, token_count from memctx.summaries where id = any(%(ids)s::uuid[]) and embedding is null
+
+-- name: set_backfilled_summary_embedding
+update memctx.summaries
+   set embedding = %(embedding)s, token_count = coalesce(token_count, %(token_count)s)
+ where id = %(id)s and embedding is null
+
+-- name: unlock_summaries
+select count(*) filter (where pg_advisory_unlock(hashtextextended('memctx.embed_summary:' || id::text, 0)))
+       as unlocked
+  from unnest(%(ids)s::uuid[]) as id
+
+-- name: unembedded_summary_count
+select count(*) as n from memctx.summaries
+ where embedding is null and (%(conversation_id)s::uuid is null or conversation_id = %(conversation_id)s::uuid)
+
 -- name: unembedded_messages
 select id, text, token_count from memctx.messages
  where conversation_id = %(conversation_id)s and (embedding is null or token_count is null)

@@ -223,3 +223,39 @@ def test_a_summarize_request_forces_the_board_tail_through_the_worker_path(app):
     dispatch.run_job(app, USER, conv.id, force=True)
     assert hierarchy.get_board(app, USER, conv.id).last_seq == 7
     assert dispatch.backlog(app).pending == 0
+
+
+def test_the_sweep_embeds_a_batch_of_superseded_summaries_and_reports_the_rest(app):
+    from memctx import metrics
+
+    small = _tuned(app, backfill_batch_size=3)
+    conv = small.store.create_conversation(USER)
+    _say(small, conv.id, *_texts(30))
+    dispatch.run_job(small, USER, conv.id)
+    before = dispatch.backlog(small).unembedded_summaries
+    assert before > 3
+    counted = metrics.SUMMARIES_BACKFILLED._value.get()
+
+    dispatch.Dispatcher(small, lambda job: None).sweep()
+    after = dispatch.backlog(small)
+    assert after.unembedded_summaries == before - 3
+    assert metrics.SUMMARIES_UNEMBEDDED._value.get() == before - 3
+    assert metrics.SUMMARIES_BACKFILLED._value.get() - counted == 3
+
+
+def test_an_idle_worker_process_backfills_the_whole_backlog(app):
+    idle = _tuned(app, backfill_batch_size=4, backfill_idle_s=0.0, sweep_interval_s=0.2)
+    conv = idle.store.create_conversation(USER)
+    _say(idle, conv.id, *_texts(30))
+    dispatch.run_job(idle, USER, conv.id)
+    assert dispatch.backlog(idle).unembedded_summaries > 0
+    backfill = dispatch.IdleBackfill(idle)
+    thread = backfill.start()
+    try:
+        deadline = time.monotonic() + 30
+        while dispatch.backlog(idle).unembedded_summaries and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        backfill.stop()
+        thread.join(5)
+    assert dispatch.backlog(idle).unembedded_summaries == 0

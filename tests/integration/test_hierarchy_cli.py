@@ -31,6 +31,9 @@ def test_summarize_chain_board_edit_close_continuity(app, database_url, monkeypa
     assert out.exit_code == 0, out.output
     result = json.loads(out.stdout)
     assert result["summaries_written"] == 4 and result["board_updates"] == 3  # 5, 10, then the forced tail
+    assert result["backfilled_summaries"] == 3  # "now" leaves no summary without an embedding
+    with app.pool.connection() as conn:
+        assert conn.execute("select count(*) as n from memctx.summaries where embedding is null").fetchone()["n"] == 0
 
     out = run(cli, ["chain", str(conv.id), "--json"])
     chain = [json.loads(line) for line in out.stdout.splitlines()]
