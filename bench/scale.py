@@ -133,6 +133,8 @@ def measure(url: str, users: list[uuid.UUID], n: int, rng) -> dict:
         }
         vecs = app.embedder.embed(queries[:n])
         with app.pool.connection() as conn:
+            if conn.execute("select to_regclass('memctx.messages_embedding_hnsw') is null as missing").fetchone()["missing"]:
+                return out  # the HNSW build was skipped or interrupted: no global search to time
             conn.execute("set hnsw.ef_search = 40")
 
             def global_top10(i):
@@ -149,7 +151,8 @@ def main() -> None:
     parser.add_argument("--conversations-per-user", type=int, default=10)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--database", default="memctx_scale")
-    parser.add_argument("--reuse", action="store_true", help="measure an already loaded database")
+    parser.add_argument("--reuse", action="store_true",
+                        help="measure an already loaded database (e.g. after an interrupted HNSW build)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
@@ -162,6 +165,14 @@ def main() -> None:
     if args.reuse:
         url = make_conninfo(admin_url, dbname=args.database)
         loaded = {"users": [uuid.UUID(int=i + 1) for i in range(users)]}
+        prepare_database(Settings(database_url=url), url, embedder)  # migrations added since the load
+        with psycopg.connect(url, autocommit=True) as conn:
+            t = time.perf_counter()
+            conn.execute("vacuum analyze memctx.messages")
+            loaded["vacuum_analyze_s"] = round(time.perf_counter() - t, 1)
+            size = conn.execute("select pg_database_size(current_database()), "
+                                "pg_total_relation_size('memctx.messages')").fetchone()
+            loaded.update(database_bytes=size[0], messages_table_bytes=size[1])
     else:
         url = create_database(admin_url, args.database, embedder)
         loaded = load(url, users, convs, per, log)
