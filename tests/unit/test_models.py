@@ -43,4 +43,4 @@ def test_named_queries_parse_and_reject_duplicates():
     assert parsed == {"a": "select 1", "b": "select 2"}
     with pytest.raises(ValueError, match="twice"):
         parse_named_queries("-- name: a\nselect 1\n-- name: a\nselect 2\n")
-    assert "insert_message" in QUERIES
+    assert "copy_messages" in QUERIES
