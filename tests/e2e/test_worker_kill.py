@@ -51,6 +51,18 @@ def _claimed_not_done(conn) -> int:
     return n
 
 
+def _wait_for_claimed_work(conn, timeout: float = 20.0) -> int:
+    """Poll until the worker holds claimed, unfinished outbox rows, so the kill lands mid-work
+    whatever the machine's load (a fixed sleep missed it on a busy machine)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        n = _claimed_not_done(conn)
+        if n:
+            return n
+        time.sleep(0.002)
+    return 0
+
+
 def _state(app, conversation_id):
     chain = hierarchy.live_chain(app, USER, conversation_id)
     board = hierarchy.get_board(app, USER, conversation_id)
@@ -78,8 +90,7 @@ def test_kill_9_mid_run_gives_the_chain_of_an_uninterrupted_run(app, database_ur
             for i, m in enumerate(messages, start=1):
                 _insert_one(conn, live.id, m)
                 if i in KILL_AT:
-                    time.sleep(0.05)  # let it get into the middle of some work
-                    in_flight += _claimed_not_done(conn)
+                    in_flight += _wait_for_claimed_work(conn)
                     worker.send_signal(signal.SIGKILL)
                     worker.wait()
                     kills += 1
@@ -87,7 +98,7 @@ def test_kill_9_mid_run_gives_the_chain_of_an_uninterrupted_run(app, database_ur
                     worker = _start_worker(database_url, tmp_path, log)
                 else:
                     time.sleep(0.01)
-        deadline = time.monotonic() + 150
+        deadline = time.monotonic() + 300
         while not _done(app, live.id):
             assert worker.poll() is None, log_path.read_text()[-3000:]
             assert time.monotonic() < deadline, f"worker did not catch up:\n{log_path.read_text()[-3000:]}"
