@@ -114,9 +114,18 @@ def ingest_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False, hel
         print(json.dumps(result.as_json()))
 
 
+DEMO_QUESTION = "What should I keep in mind when booking Tomás's birthday dinner?"
+
+
 @app.command()
-def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file")) -> None:
-    """Start the database, migrate, ingest the demo conversation and show what was stored."""
+def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file"),
+         question: str = typer.Option(DEMO_QUESTION, help="the new message to build a context for"),
+         budget: int = typer.Option(600, min=64, help="token budget of the working context")) -> None:
+    """Start the database, migrate, ingest the demo conversation, summarize it, and show what
+    was stored and the working context memctx builds for a new message."""
+    from memctx.assemble import get_working_context
+    from memctx.hierarchy import catch_up
+
     settings = _settings()
     applied = prepare_database(settings)
     err.print(f"database: {db.database_url(settings)}  (migrations applied now: {len(applied)})", highlight=False)
@@ -124,10 +133,16 @@ def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file"))
     for result in results:
         print(json.dumps(result.as_json()))
     with open_app(settings) as memctx_app:
+        for result in results:
+            catch_up(memctx_app, DEFAULT_USER, result.conversation_id)
         _print_stored(memctx_app, DEFAULT_USER)
+        wc = get_working_context(memctx_app, results[0].conversation_id, question, budget, user=DEFAULT_USER)
+    _print_context(wc)
 
 
 def _print_stored(memctx_app, user: UUID) -> None:
+    from memctx.hierarchy import get_board, live_chain
+
     out = Console()
     for conv in memctx_app.store.conversation_stats(user):
         table = Table(title=f"{conv['title'] or conv['external_id']}  ({conv['message_count']} messages, "
@@ -135,8 +150,43 @@ def _print_stored(memctx_app, user: UUID) -> None:
         for column in ("seq", "role", "tokens", "text"):
             table.add_column(column, overflow="fold")
         for m in memctx_app.store.list_messages(user, conv["id"]):
-            table.add_row(str(m.seq), m.role, str(m.token_count), m.text[:90] + ("…" if len(m.text) > 90 else ""))
+            table.add_row(str(m.seq), m.role, str(m.token_count), _clip(m.text, 90))
         out.print(table)
+        chain = Table(title="live chain (what replaces the full history)")
+        for column in ("element", "covers", "tokens", "text"):
+            chain.add_column(column, overflow="fold")
+        for item in live_chain(memctx_app, user, conv["id"]):
+            kind = "master" if item.is_master else (f"summary L{item.level}" if item.kind == "summary" else item.role)
+            chain.add_row(kind, f"{item.first_seq}–{item.last_seq}", str(item.token_count), _clip(item.text, 120))
+        out.print(chain)
+        board = get_board(memctx_app, user, conv["id"])
+        if board is not None:
+            out.print(f"[bold]board[/bold]: facts {len(board.key_facts)}, constraints {board.constraints}, "
+                      f"action items {board.action_items}, pending questions {board.pending_questions}",
+                      highlight=False)
+
+
+def _print_context(wc) -> None:
+    out = Console()
+    out.rule(f"working context: {wc.tokens}/{wc.budget} tokens")
+    for message in wc.messages:
+        out.print(f"[bold]{message['role']}[/bold]: {message['content']}", highlight=False)
+    table = Table(title="where every line came from")
+    for column in ("section", "kind", "external id", "messages", "why"):
+        table.add_column(column)
+    for source in wc.sources:
+        row = source.as_json()
+        covered = f"{row['first_seq']}–{row['last_seq']}" if row.get("first_seq") is not None else str(row.get("seq", ""))
+        table.add_row(row.get("section", ""), row["kind"], str(row.get("external_id") or ""), covered,
+                      str(row.get("detail") or ""))
+    out.print(table)
+    for cut in wc.cuts:
+        out.print(f"{cut.action}: {len(cut.ids)} {cut.kind} item(s) of {cut.section}, {cut.tokens} tokens — "
+                  f"{cut.reason}", highlight=False)
+
+
+def _clip(text: str, width: int) -> str:
+    return text[:width] + ("…" if len(text) > width else "")
 
 
 @app.command("forget-user")

@@ -40,6 +40,8 @@ def test_demo_ingests_the_shipped_conversation_once(database_url):
     lines = [json.loads(line) for line in first.stdout.splitlines() if line.startswith("{")]
     assert {(r["external_id"], r["messages"]) for r in lines} == {("lisbon-trip", 20), ("bakery-stock", 7)}
     assert "Planning a week in Lisbon" in first.stdout and "embedded" in first.stdout
+    assert "summary L1" in first.stdout  # the worker's catch-up ran
+    assert "working context" in first.stdout and "lt-18" in first.stdout  # the birthday turn is in context
     again = memctx("demo", env=env)
     assert all(json.loads(line)["messages"] == 0 for line in again.stdout.splitlines() if line.startswith("{"))
 
