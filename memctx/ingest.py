@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -28,7 +28,7 @@ from uuid import UUID
 import numpy as np
 
 from memctx.models import InvalidInput, NewMessage, check_text
-from memctx.store import MessageStore
+from memctx.store import MessageStore, PreparedMessage
 
 _LOCOMO_SESSION = re.compile(r"^session_(\d+)$")
 
@@ -172,36 +172,66 @@ def load_file(path: Path, fmt: str) -> list[ConversationInput]:
 
 # Storing ------------------------------------------------------------------------------------------
 def ingest(store: MessageStore, conversations: Iterable[ConversationInput], user_id: UUID,
-           *, on_embedded: Callable[[int], None] | None = None) -> list[IngestResult]:
+           *, on_embedded: Callable[[int], None] | None = None, group_size: int = 512) -> list[IngestResult]:
     """Store conversations; validates everything (tokens included) before writing anything.
 
-    Each conversation is written in one transaction by a writer thread while the next one is
-    embedded, so the database work hides behind the embedder (the bottleneck).
+    Conversations are taken in groups of at least `group_size` new messages. Each group is
+    embedded in one length-sorted pass while a writer thread stores the previous group, one
+    transaction per conversation, so the database work hides behind the embedder.
     """
     conversations = list(conversations)
     prepared = [store.prepare(c.messages, records=c.records) for c in conversations]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memctx-ingest") as writer:
-        pending = []
+        writes: list[Future] = []
+        group: list[_Pending] = []
         for conv, msgs in zip(conversations, prepared):
-            owner = conv.user_id or user_id
-            stored = store.create_conversation(owner, external_id=conv.external_id, title=conv.title,
-                                               metadata=conv.metadata)
-            known = store.stored_external_ids(owner, stored.id, [m.message.external_id for m in msgs])
-            new = [m for m in msgs if m.message.external_id not in known]
-            vectors = _embed(store, [m.message.text for m in new], on_embedded)
-            write = writer.submit(store.append_messages, owner, stored.id, new, embeddings=vectors) if new else None
-            pending.append((stored.id, conv.external_id, len(msgs), write))
-        return [IngestResult(cid, ext, len(w.result()) if w else 0, total - (len(w.result()) if w else 0))
-                for cid, ext, total, w in pending]
+            group.append(_plan(store, conv, msgs, user_id))
+            if sum(len(p.new) for p in group) >= group_size:
+                vectors = _embed(store, [m.message.text for p in group for m in p.new], on_embedded)
+                writes.append(writer.submit(_write_group, store, group, vectors))
+                group = []
+        vectors = _embed(store, [m.message.text for p in group for m in p.new], on_embedded)
+        writes.append(writer.submit(_write_group, store, group, vectors))
+        return [result for w in writes for result in w.result()]
+
+
+@dataclass
+class _Pending:
+    external_id: str
+    owner: UUID
+    conversation_id: UUID
+    total: int
+    new: list[PreparedMessage]
+
+
+def _plan(store: MessageStore, conv: ConversationInput, msgs: list[PreparedMessage], user_id: UUID) -> _Pending:
+    owner = conv.user_id or user_id
+    stored = store.create_conversation(owner, external_id=conv.external_id, title=conv.title, metadata=conv.metadata)
+    known = store.stored_external_ids(owner, stored.id, [m.message.external_id for m in msgs])
+    return _Pending(conv.external_id, owner, stored.id, len(msgs),
+                    [m for m in msgs if m.message.external_id not in known])
+
+
+def _write_group(store: MessageStore, group: list[_Pending], vectors: np.ndarray | None) -> list[IngestResult]:
+    results, offset = [], 0
+    for p in group:
+        part = vectors[offset:offset + len(p.new)] if vectors is not None else None
+        offset += len(p.new)
+        written = store.append_messages(p.owner, p.conversation_id, p.new, embeddings=part) if p.new else []
+        results.append(IngestResult(p.conversation_id, p.external_id, len(written), p.total - len(written)))
+    return results
 
 
 def _embed(store: MessageStore, texts: list[str], on_embedded: Callable[[int], None] | None) -> np.ndarray | None:
+    """Embed in length order, in chunks (for progress), and return vectors in input order."""
     if store.embedder is None or not texts:
         return None
-    step = 1024
-    parts = []
-    for start in range(0, len(texts), step):
-        parts.append(store.embedder.embed(texts[start:start + step]))
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    out = np.empty((len(texts), store.embedder.dim), dtype=np.float32)
+    step = 512
+    for start in range(0, len(order), step):
+        idx = order[start:start + step]
+        out[idx] = store.embedder.embed([texts[i] for i in idx])
         if on_embedded:
-            on_embedded(len(parts[-1]))
-    return np.concatenate(parts)
+            on_embedded(len(idx))
+    return out
