@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     embedding_dimensions: int | None = Field(default=None, ge=1, description="requested dimensions (openai)")
     embedding_base_url: str | None = None
     embedding_api_key: SecretStr | None = None
-    embed_batch_size: int = Field(default=16, ge=1, description="texts per onnxruntime batch (16 pads least on chat turns)")
+    embed_batch_size: int = Field(default=16, ge=1, description="texts per batch of the local embedder (16 pads least on chat turns)")
     embed_threads: int = Field(default=2, ge=1, description="onnxruntime intra-op threads")
 
     # Summarization (background worker) ---------------------------------------------------

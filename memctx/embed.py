@@ -176,6 +176,5 @@ def make_embedder(settings: Settings) -> Embedder:
             model=settings.embedding_model or "", dimensions=settings.embedding_dimensions,
             base_url=settings.embedding_base_url,
             api_key=settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None,
-            batch_size=settings.embed_batch_size,
         )
     return HashingEmbedder()

@@ -174,9 +174,13 @@ def board_from_row(row: Mapping[str, Any]) -> Board:
 
 # Embedding what arrived without one -------------------------------------------------------------
 
+# Rows read per embedding round: large enough that the embedder sorts and batches well (its own
+# batch size is `embed_batch_size`), small enough that a round stays a few seconds.
+EMBED_ROUND = 256
+
 def embed_messages(app: App, conversation_id: UUID, *, batch: int | None = None) -> int:
     """Embed (and token-count) the conversation's messages stored without; returns how many."""
-    batch = batch or app.settings.embed_batch_size
+    batch = batch or EMBED_ROUND
     done = 0
     while True:
         with app.pool.connection() as conn:  # no transaction stays open while the model runs
@@ -200,7 +204,7 @@ def embed_summaries(app: App, conversation_id: UUID, *, batch: int | None = None
     superseded before they were embedded are left to `backfill_summary_embeddings`, off the
     catch-up's path (memory search reads live summaries only).
     """
-    batch = batch or app.settings.embed_batch_size
+    batch = batch or EMBED_ROUND
     live_only = app.settings.summary_embeddings != "all" if live_only is None else live_only
     done = 0
     while True:
