@@ -68,6 +68,12 @@ def migrate(conn: psycopg.Connection, directory: Path = MIGRATIONS_DIR) -> list[
     """Apply the pending migrations; returns those applied (none on a re-run)."""
     migrations = discover(directory)
     conn.autocommit = True
+    # Migrations run with the server's usual search_path, as the Supabase CLI runs them: every
+    # memctx object is schema-qualified, and `create extension vector` must land in public (or
+    # Supabase's `extensions`), not in schema memctx that the application's connections put first.
+    with conn.cursor(row_factory=tuple_row) as cur:
+        previous_path = cur.execute("select current_setting('search_path')").fetchone()[0]
+    conn.execute("select set_config('search_path', '\"$user\", public, extensions', false)")
     try:
         conn.execute("select pg_advisory_lock(%s)", (LOCK_KEY,))
         try:
@@ -90,6 +96,7 @@ def migrate(conn: psycopg.Connection, directory: Path = MIGRATIONS_DIR) -> list[
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (LOCK_KEY,))
     finally:
+        conn.execute("select set_config('search_path', %s, false)", (previous_path,))
         conn.autocommit = False
 
 

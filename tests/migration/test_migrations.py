@@ -115,3 +115,14 @@ def test_migrations_avoid_postgres_18_only_features():
         sql = m.sql.lower()
         for feature in ("uuidv7(", " virtual", "returning old", "returning new"):
             assert feature not in sql, f"{m.path.name} uses the Postgres 18 feature {feature.strip()!r}"
+
+
+def test_pgvector_is_installed_outside_the_memctx_schema(empty_db):
+    from memctx import db
+    from memctx.config import Settings
+
+    with db.connect(empty_db, Settings(database_url=empty_db)) as conn:  # the app's search_path: memctx first
+        migrate(conn)
+        schema = conn.execute("select extnamespace::regnamespace::text as s from pg_extension where extname = 'vector'").fetchone()
+        assert schema["s"] == "public"
+        assert conn.execute("show search_path").fetchone()["search_path"].startswith("memctx")
