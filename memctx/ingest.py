@@ -175,9 +175,11 @@ def ingest(store: MessageStore, conversations: Iterable[ConversationInput], user
            *, on_embedded: Callable[[int], None] | None = None, group_size: int = 512) -> list[IngestResult]:
     """Store conversations; validates everything (tokens included) before writing anything.
 
-    Conversations are taken in groups of at least `group_size` new messages. Each group is
-    embedded in one length-sorted pass while a writer thread stores the previous group, one
-    transaction per conversation, so the database work hides behind the embedder.
+    Conversations are taken in groups of at least `group_size` new messages (memory stays
+    bounded on large files). Each group is embedded in one length-sorted pass, which pads least,
+    while a writer thread stores the previous group, one transaction per conversation. On two
+    cores that overlap gains little (docs/BENCHMARKS.md): the embedder already uses both. A
+    failed write stops the ingest before the next group; what was written stays (re-runs skip it).
     """
     conversations = list(conversations)
     prepared = [store.prepare(c.messages, records=c.records) for c in conversations]
@@ -188,11 +190,18 @@ def ingest(store: MessageStore, conversations: Iterable[ConversationInput], user
             group.append(_plan(store, conv, msgs, user_id))
             if sum(len(p.new) for p in group) >= group_size:
                 vectors = _embed(store, [m.message.text for p in group for m in p.new], on_embedded)
+                _raise_failed(writes)
                 writes.append(writer.submit(_write_group, store, group, vectors))
                 group = []
         vectors = _embed(store, [m.message.text for p in group for m in p.new], on_embedded)
         writes.append(writer.submit(_write_group, store, group, vectors))
         return [result for w in writes for result in w.result()]
+
+
+def _raise_failed(writes: list[Future]) -> None:
+    for write in writes:
+        if write.done() and write.exception() is not None:
+            raise write.exception()  # type: ignore[misc]
 
 
 @dataclass
