@@ -8,6 +8,7 @@ worker, API, MCP) build one `App` and pass its parts down.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from psycopg_pool import ConnectionPool
 
@@ -31,6 +32,13 @@ class App:
     counter: TokenCounter
     embedder: Embedder
     store: MessageStore
+
+    @cached_property
+    def context_assembler(self):
+        """The one `ContextAssembler` of this app (it caches speaker names across calls)."""
+        from memctx.assemble.context import build_assembler  # assemble builds on the app, not the reverse
+
+        return build_assembler(self)
 
     def close(self) -> None:
         self.pool.close()

@@ -83,10 +83,10 @@ def migrate() -> None:
     print(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
 
 
-def _ingest_with_progress(settings: Settings, path: Path, fmt: str, user: UUID) -> list[IngestResult]:
+def _ingest_with_progress(memctx_app, path: Path, fmt: str, user: UUID) -> list[IngestResult]:
     conversations = load_file(path, fmt)
     total = sum(len(c.messages) for c in conversations)
-    with open_app(settings) as memctx_app, Progress(
+    with Progress(
             TextColumn("embedding + storing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
             console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("ingest", total=total)
@@ -105,7 +105,8 @@ def ingest_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False, hel
     except ValueError:
         _fail(f"--user {user!r} is not a UUID", 2)
     try:
-        results = _ingest_with_progress(_settings(), path, format, owner)
+        with open_app(_settings()) as memctx_app:
+            results = _ingest_with_progress(memctx_app, path, format, owner)
     except InvalidInput as exc:
         _fail(f"nothing was stored: {exc}", 2)
     except (NotReady, EmbeddingSpaceMismatch) as exc:
@@ -129,10 +130,10 @@ def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file"),
     settings = _settings()
     applied = prepare_database(settings)
     err.print(f"database: {db.database_url(settings)}  (migrations applied now: {len(applied)})", highlight=False)
-    results = _ingest_with_progress(settings, path, "jsonl", DEFAULT_USER)
-    for result in results:
-        print(json.dumps(result.as_json()))
     with open_app(settings) as memctx_app:
+        results = _ingest_with_progress(memctx_app, path, "jsonl", DEFAULT_USER)
+        for result in results:
+            print(json.dumps(result.as_json()))
         for result in results:
             catch_up(memctx_app, DEFAULT_USER, result.conversation_id)
         _print_stored(memctx_app, DEFAULT_USER)

@@ -25,6 +25,8 @@ from memctx.retrieve.search import MemorySearch, SearchOptions
 from memctx.retrieve.types import Memory
 from memctx.sql import QUERIES
 from memctx.store import UnknownConversation
+from memctx.summarize.extractive import ExtractiveSummarizer
+from memctx.summarize.types import SourceText
 from memctx.tokens import TokenCounter
 
 
@@ -238,13 +240,8 @@ def _memory_cuts(left: Sequence[Memory]) -> list[Cut]:
                 "lower-ranked memories beyond the memory budget", sum(m.token_count for m in left))]
 
 
-def extractive_compressor(counter: TokenCounter) -> Compressor | None:
-    """Seed 003's compression with the extractive summarizer (None if it is not installed)."""
-    try:
-        from memctx.summarize.extractive import ExtractiveSummarizer
-        from memctx.summarize.types import SourceText
-    except ImportError:
-        return None
+def extractive_compressor(counter: TokenCounter) -> Compressor:
+    """Seed 003's compression of older turns, with the extractive summarizer."""
     summarizer = ExtractiveSummarizer(counter)
 
     def compress(turns: Sequence[Mapping[str, Any]], max_tokens: int) -> str | None:
@@ -267,10 +264,10 @@ def get_working_context(app: Any, conversation: UUID, query: str, token_budget: 
 
 
 def assembler_for(app: Any) -> ContextAssembler:
-    """The app's assembler (built once per app: it caches speaker names)."""
-    assembler = getattr(app, "_context_assembler", None)
-    if assembler is None:
-        search = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(app.settings))
-        assembler = ContextAssembler(app.pool, app.counter, search, ContextOptions.from_settings(app.settings))
-        app._context_assembler = assembler
-    return assembler
+    """The app's assembler (`App.context_assembler`, built once per app: it caches speaker names)."""
+    return app.context_assembler
+
+
+def build_assembler(app: Any) -> ContextAssembler:
+    search = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(app.settings))
+    return ContextAssembler(app.pool, app.counter, search, ContextOptions.from_settings(app.settings))
