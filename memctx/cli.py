@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from memctx import commands_context, commands_worker, db
+from memctx import commands_context, commands_doctor, commands_worker, db
 from memctx.app import NotReady, open_app, prepare_database
 from memctx.config import Settings
 from memctx.ingest import IngestResult, ingest, load_file
@@ -213,6 +213,7 @@ def messages_cmd(conversation: str, user: Optional[str] = None, after: int = 0, 
 
 commands_context.register(app)
 commands_worker.register(app)
+commands_doctor.register(app)
 
 
 def main() -> None:
