@@ -16,7 +16,16 @@ from pathlib import Path
 import psycopg
 from psycopg.rows import tuple_row
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+def _migrations_dir() -> Path:
+    """The top-level migrations/ folder ships inside the wheel as memctx/migrations; a source
+    checkout (or an editable install) reads it where it is."""
+    package = Path(__file__).resolve().parent
+    installed = package / "migrations"
+    return installed if installed.is_dir() else package.parent / "migrations"
+
+
+MIGRATIONS_DIR = _migrations_dir()
 _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 # pg_advisory_lock key: the first 8 bytes of sha1("memctx.migrate") as a signed bigint.
 LOCK_KEY = int.from_bytes(hashlib.sha1(b"memctx.migrate").digest()[:8], "big", signed=True)
