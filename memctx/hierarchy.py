@@ -179,7 +179,11 @@ def board_from_row(row: Mapping[str, Any]) -> Board:
 EMBED_ROUND = 256
 
 def embed_messages(app: App, conversation_id: UUID, *, batch: int | None = None) -> int:
-    """Embed (and token-count) the conversation's messages stored without; returns how many."""
+    """Embed (and token-count) the conversation's messages stored without; returns how many.
+
+    A message without searchable text is neither embedded nor returned here (the database gives
+    it 0 tokens and no embedding, so it is never a dense search hit).
+    """
     batch = batch or EMBED_ROUND
     done = 0
     while True:
@@ -188,8 +192,12 @@ def embed_messages(app: App, conversation_id: UUID, *, batch: int | None = None)
                                 {"conversation_id": conversation_id, "limit": batch}).fetchall()
         if not rows:
             return done
-        vectors = app.embedder.embed([r["text"] for r in rows])
         counts = app.counter.count_many([r["text"] for r in rows])
+        # Rows inserted by plain SQL were not token-counted at insert: one over the limit (which
+        # ingest refuses) is kept with its true count and embedded by its first `limit` tokens.
+        limit = app.settings.max_message_tokens
+        vectors = app.embedder.embed([app.counter.truncate(r["text"], limit) if c > limit else r["text"]
+                                      for r, c in zip(rows, counts)])
         with app.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             cur.executemany(QUERIES["set_message_embedding"], [
                 {"id": r["id"], "embedding": v, "token_count": c} for r, v, c in zip(rows, vectors, counts)])

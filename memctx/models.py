@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from typing import Any, Literal, Mapping, Sequence
 from uuid import UUID
 
@@ -78,23 +79,45 @@ def text_from_blocks(blocks: Sequence[Mapping[str, Any]]) -> str:
     """The plain text a message contributes to search and summaries.
 
     Text is kept, an image contributes its caption, a tool call its name and arguments, a tool
-    result its content; thinking is private reasoning and is left out.
+    result its content; thinking is private reasoning and is left out. The database derives the
+    same text for rows inserted by plain SQL (`memctx.message_text`, migration 0005): change both.
     """
     parts: list[str] = []
     for block in blocks:
         kind = block["type"]
         if kind == "text":
-            parts.append(str(block.get("text", "")))
-        elif kind == "image" and block.get("caption"):
-            parts.append(f"[image: {block['caption']}]")
+            parts.append(_field_text(block.get("text"), ""))
+        elif kind == "image":
+            caption = _field_text(block.get("caption"), "")
+            if caption:
+                parts.append(f"[image: {caption}]")
         elif kind == "tool_call":
-            args = block.get("arguments")
-            args_text = args if isinstance(args, str) else json.dumps(args or {}, ensure_ascii=False)
-            parts.append(f"[tool call {block.get('name', '?')}({args_text})]")
+            parts.append(f"[tool call {_field_text(block.get('name'), '?')}({_field_text(block.get('arguments'), '{}')})]")
         elif kind == "tool_result":
-            result = block.get("content")
-            parts.append(result if isinstance(result, str) else json.dumps(result, ensure_ascii=False))
+            parts.append(_field_text(block.get("content"), ""))
     return "\n".join(p for p in parts if p).strip()
+
+
+def _field_text(value: Any, missing: str) -> str:
+    """A block field as text: a string as it is, None (or absent) as `missing`, anything else as
+    Postgres prints it as jsonb, so that SQL-derived text is identical (`memctx.block_field_text`)."""
+    if value is None:
+        return missing
+    return value if isinstance(value, str) else _jsonb_text(value)
+
+
+def _jsonb_text(value: Any) -> str:
+    """JSON as Postgres prints a jsonb value: object keys by length then bytes, numbers as numeric."""
+    if isinstance(value, Mapping):
+        items = sorted(((k if isinstance(k, str) else json.dumps(k), v) for k, v in value.items()),
+                       key=lambda kv: (len(kv[0].encode()), kv[0].encode()))
+        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_jsonb_text(v)}" for k, v in items) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_jsonb_text(v) for v in value) + "]"
+    if isinstance(value, float):  # numeric prints 1e+16 in full and has no negative zero
+        number = Decimal(repr(value))
+        return format(abs(number) if number.is_zero() else number, "f")
+    return json.dumps(value, ensure_ascii=False)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,10 @@
 --   tsquery    text     an OR query of sanitized terms for to_tsquery('english', …); '' = none
 --   since/until         optional created_at range [since, until)
 --   k_dense, k_lexical, k_recent, window
+--
+-- A message without searchable text (text = '': thinking only, an image without caption) is
+-- never a candidate: it has no embedding (migration 0005) and no lexemes, and recency alone
+-- never makes a hit. It can still appear as a neighbour of a hit.
 
 -- name: search_conversation
 -- Candidates of one conversation: dense top-k, full-text (BM25) top-k, the most recent k, each
@@ -19,7 +23,7 @@
 -- of conversation ranks above an isolated look-alike (smooth = 0 turns this off).
 with turns as (
   select m.id, m.seq, length(m.tsv) as len, m.tsv,
-         case when m.embedding is not null then 1 - (m.embedding <=> %(query_vec)s::vector) end as sim
+         case when m.embedding is not null and m.text <> '' then 1 - (m.embedding <=> %(query_vec)s::vector) end as sim
     from memctx.messages m
    where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid
      and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
@@ -62,7 +66,7 @@ with turns as (
 ), recent as (
   select m.id, row_number() over (order by m.seq desc) as rank
     from memctx.messages m
-   where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid
+   where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid and m.text <> ''
      and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
      and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
    order by m.seq desc
@@ -102,7 +106,7 @@ select m.id, m.conversation_id, m.seq, m.role, m.text, m.external_id, m.token_co
 with dense as (
   select m.id, row_number() over (order by (m.embedding <=> %(query_vec)s::vector) + 0, m.seq desc) as rank
     from memctx.messages m
-   where m.user_id = %(user_id)s::uuid and m.embedding is not null
+   where m.user_id = %(user_id)s::uuid and m.embedding is not null and m.text <> ''
      and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
      and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
    order by (m.embedding <=> %(query_vec)s::vector) + 0, m.seq desc
@@ -119,7 +123,7 @@ with dense as (
 ), recent as (
   select m.id, row_number() over (order by m.created_at desc, m.seq desc) as rank
     from memctx.messages m
-   where m.user_id = %(user_id)s::uuid
+   where m.user_id = %(user_id)s::uuid and m.text <> ''
      and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
      and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
    order by m.created_at desc, m.seq desc

@@ -111,8 +111,10 @@ select count(*) as n from memctx.summaries
  where embedding is null and (%(conversation_id)s::uuid is null or conversation_id = %(conversation_id)s::uuid)
 
 -- name: unembedded_messages
+-- A message without text is left without an embedding (the messages trigger of 0005 gives it 0
+-- tokens): an embedded empty string would match any query at ~0.17 cosine.
 select id, text, token_count from memctx.messages
- where conversation_id = %(conversation_id)s and (embedding is null or token_count is null)
+ where conversation_id = %(conversation_id)s and (embedding is null or token_count is null) and text <> ''
  order by seq
  limit %(limit)s
 

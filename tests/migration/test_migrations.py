@@ -10,6 +10,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 from memctx.app import NotReady, open_app
 from memctx.config import Settings
@@ -19,6 +20,7 @@ from memctx.migrate import MIGRATIONS_DIR, EmbeddingSpaceMismatch, MigrationErro
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"conversations", "messages", "summaries", "summary_boards", "working_memory_chunks",
           "conversation_summaries", "outbox", "embedding_space", "schema_migrations"}
+TENANT_TABLES = ("messages", "summaries", "summary_boards", "working_memory_chunks", "conversation_summaries", "outbox")
 
 
 @pytest.fixture
@@ -54,7 +56,15 @@ def test_fresh_database_gets_the_expected_schema(empty_db):
         dim = conn.execute("select atttypmod from pg_attribute where attrelid = 'memctx.messages'::regclass and attname = 'embedding'").fetchone()
         assert dim["atttypmod"] == 384
         triggers = {r["tgname"] for r in conn.execute("select tgname from pg_trigger where tgrelid = 'memctx.messages'::regclass")}
-        assert {"messages_assign_seq", "messages_enqueue"} <= triggers
+        assert {"messages_assign_seq", "messages_enqueue", "messages_derive_text"} <= triggers
+        # Every row that names a conversation names its owner with it (0005).
+        fks = {(r["table"], r["def"]) for r in conn.execute(
+            "select conrelid::regclass::text as table, pg_get_constraintdef(oid) as def from pg_constraint "
+            "where contype = 'f' and connamespace = 'memctx'::regnamespace")}
+        for table in TENANT_TABLES:
+            assert any(t.split(".")[-1] == table and d.startswith("FOREIGN KEY (conversation_id, user_id) REFERENCES")
+                       and "conversations(id, user_id)" in d for t, d in fks), table
+        assert not any(d.startswith("FOREIGN KEY (conversation_id) ") for _, d in fks)
         assert {"anon", "authenticated", "service_role"} <= {r["rolname"] for r in conn.execute("select rolname from pg_roles")}
 
 
@@ -126,3 +136,38 @@ def test_pgvector_is_installed_outside_the_memctx_schema(empty_db):
         schema = conn.execute("select extnamespace::regnamespace::text as s from pg_extension where extname = 'vector'").fetchone()
         assert schema["s"] == "public"
         assert conn.execute("show search_path").fetchone()["search_path"].startswith("memctx")
+
+
+def test_0005_derives_text_of_existing_rows_and_removes_writes_into_another_users_conversation(empty_db, tmp_path):
+    for m in discover():
+        if m.version < 5:
+            (tmp_path / m.path.name).write_text(m.sql)
+    a, b = uuid.uuid4(), uuid.uuid4()
+    with _conn(empty_db) as conn:
+        migrate(conn, tmp_path)
+        configure_embedding_space(conn, "test-model", 3)
+        conv_a = conn.execute("insert into memctx.conversations (user_id) values (%s) returning id", (a,)).fetchone()["id"]
+        conv_b = conn.execute("insert into memctx.conversations (user_id) values (%s) returning id", (b,)).fetchone()["id"]
+        # Before 0005 a plain-SQL insert of typed blocks stored empty text, and the worker embedded it.
+        insert = "insert into memctx.messages (conversation_id, role, content, text, embedding, token_count) values (%s, %s, %s, %s, %s, %s)"
+        conn.execute(insert, (conv_a, "user", Jsonb([{"type": "tool_result", "content": "Booked the ferry"}]), "", "[1,0,0]", 0))
+        conn.execute(insert, (conv_a, "assistant", Jsonb([{"type": "thinking", "text": "private"}]), "", "[0,1,0]", 0))
+        conn.execute(insert, (conv_a, "user", Jsonb([]), "kept as written", "[0,0,1]", 3))
+        # B's rows filed under A's conversation, through the hole 0005 closes; B's own rows stay.
+        for conv in (conv_a, conv_b):
+            conn.execute("insert into memctx.working_memory_chunks (conversation_id, user_id, chunk_text) values (%s, %s, 'w')", (conv, b))
+            conn.execute("insert into memctx.outbox (user_id, conversation_id, kind) values (%s, %s, 'summarize')", (b, conv))
+            conn.execute("insert into memctx.summary_boards (conversation_id, user_id) values (%s, %s)", (conv, b))
+        conn.commit()
+        (tmp_path / "0005_x.sql").write_text(next(m.sql for m in discover() if m.version == 5))
+        assert [m.version for m in migrate(conn, tmp_path)] == [5]
+        rows = conn.execute("select text, embedding is null as unembedded, token_count from memctx.messages order by seq").fetchall()
+        assert rows == [{"text": "Booked the ferry", "unembedded": True, "token_count": None},  # the worker embeds it
+                        {"text": "", "unembedded": True, "token_count": 0},
+                        {"text": "kept as written", "unembedded": False, "token_count": 3}]
+        requests = conn.execute("select user_id, conversation_id, kind from memctx.outbox where processed_at is null "
+                                "and user_id = %s and kind <> 'message'", (a,)).fetchall()
+        assert requests == [{"user_id": a, "conversation_id": conv_a, "kind": "summarize"}]
+        for table in ("working_memory_chunks", "outbox", "summary_boards"):
+            left = conn.execute(f"select conversation_id from memctx.{table} where user_id = %s", (b,)).fetchall()
+            assert left == [{"conversation_id": conv_b}], table
