@@ -1,8 +1,9 @@
 """Bulk ingest of conversation files: LoCoMo JSON and memctx's generic JSONL.
 
 Owns: parsing and validating a whole file before anything is written (bad input names its
-record and changes nothing), then storing each conversation in one transaction with embeddings
-computed in batches. Re-running a file stores nothing new: messages carry external ids.
+record and changes nothing), then storing the whole file in one transaction with embeddings
+computed in batches: an ingest stores everything or nothing. Re-running a file stores nothing
+new: messages carry external ids.
 
 Generic JSONL: one message per line, lines of a conversation in order::
 
@@ -11,7 +12,8 @@ Generic JSONL: one message per line, lines of a conversation in order::
      "title": "optional, first line of a conversation", "user": "optional user uuid"}
 
 `content` is a string or a list of typed blocks (text, image, tool_call, tool_result,
-thinking); `id` defaults to the message's position in its conversation (`#1`, `#2`, …).
+thinking) and must not be empty; `conversation` must not be empty; `id` defaults to the
+message's position in its conversation (`#1`, `#2`, …) and is unique within a conversation.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 from uuid import UUID
 
 import numpy as np
+import psycopg
 
 from memctx.models import InvalidInput, NewMessage, check_text
 from memctx.store import MessageStore, PreparedMessage
@@ -35,12 +38,36 @@ _LOCOMO_SESSION = re.compile(r"^session_(\d+)$")
 
 @dataclass(frozen=True)
 class ConversationInput:
+    """One conversation to ingest, checked on construction: a name, no empty message, no id twice."""
+
     external_id: str
     title: str | None
     metadata: dict[str, Any]
     messages: list[NewMessage]
     records: list[str]  # how errors name each message ("conv-26 D3:11", "line 12")
     user_id: UUID | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.records) != len(self.messages):
+            raise ValueError("ConversationInput needs one record per message")
+        first_record = self.records[0] if self.records else None
+        if not isinstance(self.external_id, str) or not self.external_id.strip():
+            raise InvalidInput(f"conversation name {self.external_id!r} is empty", record=first_record)
+        seen: dict[str, str] = {}
+        for message, record in zip(self.messages, self.records):
+            if _is_empty(message):
+                raise InvalidInput("content is empty", record=record)
+            if message.external_id is None:
+                continue
+            if message.external_id in seen:
+                raise InvalidInput(f"id {message.external_id!r} appears twice in conversation {self.external_id!r} "
+                                   f"(first at {seen[message.external_id]})", record=record)
+            seen[message.external_id] = record
+
+
+def _is_empty(message: NewMessage) -> bool:
+    """No text and nothing but text blocks: an image, tool call or thinking block is content."""
+    return not message.text.strip() and all(b["type"] == "text" for b in message.blocks)
 
 
 @dataclass(frozen=True)
@@ -125,21 +152,35 @@ def parse_jsonl(text: str, source: str = "jsonl") -> list[ConversationInput]:
             continue
         record = f"{source} line {lineno}"
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"malformed JSON: {exc.msg} (column {exc.colno})", record=record) from None
+        except ValueError as exc:
+            raise InvalidInput(str(exc), record=record) from None
         if not isinstance(obj, dict) or "conversation" not in obj or "role" not in obj or "content" not in obj:
             raise InvalidInput("each line needs conversation, role and content", record=record)
-        conv_id = check_text(str(obj["conversation"]), "conversation", record=record)
+        name = obj["conversation"]
+        if isinstance(name, bool) or not isinstance(name, (str, int)) or not str(name).strip():
+            raise InvalidInput(f"conversation {name!r} is empty or not a name", record=record)
+        conv_id = check_text(str(name), "conversation", record=record)
+        if obj.get("title") is not None:
+            check_text(obj["title"], "title", record=record)
         group = grouped.setdefault(conv_id, {"messages": [], "records": [], "title": obj.get("title"),
                                              "user": _user(obj.get("user"), record)})
         position = len(group["messages"]) + 1
+        message_id = obj.get("id")
+        external_id = f"#{position}" if message_id in (None, "") else str(message_id)
         group["messages"].append(NewMessage.build(
-            str(obj["role"]), obj["content"], external_id=str(obj.get("id") or f"#{position}"),
+            str(obj["role"]), obj["content"], external_id=external_id,
             created_at=_timestamp(obj.get("created_at"), record), metadata=obj.get("metadata") or {}, record=record))
         group["records"].append(record)
     return [ConversationInput(external_id=k, title=g["title"], metadata={"source": "jsonl"}, messages=g["messages"],
                               records=g["records"], user_id=g["user"]) for k, g in grouped.items()]
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON; Python reads them, Postgres refuses them in jsonb."""
+    raise ValueError(f"{name} is not valid JSON")
 
 
 def _user(value: Any, record: str) -> UUID | None:
@@ -173,29 +214,43 @@ def load_file(path: Path, fmt: str) -> list[ConversationInput]:
 # Storing ------------------------------------------------------------------------------------------
 def ingest(store: MessageStore, conversations: Iterable[ConversationInput], user_id: UUID,
            *, on_embedded: Callable[[int], None] | None = None, group_size: int = 512) -> list[IngestResult]:
-    """Store conversations; validates everything (tokens included) before writing anything.
+    """Store conversations in one transaction: everything is stored, or nothing is.
 
-    Conversations are taken in groups of at least `group_size` new messages (memory stays
-    bounded on large files). Each group is embedded in one length-sorted pass, which pads least,
-    while a writer thread stores the previous group, one transaction per conversation. On two
-    cores that overlap gains little (docs/BENCHMARKS.md): the embedder already uses both. A
-    failed write stops the ingest before the next group; what was written stays (re-runs skip it).
+    Everything is validated first (tokens included). Then, in one transaction, each conversation
+    is created (or found) and its already stored ids are read; new messages are taken in groups
+    of at least `group_size` (bounded embedding batches), each embedded in one length-sorted pass,
+    which pads least, while a writer thread appends the previous group on the same connection. On
+    two cores that overlap gains little (docs/BENCHMARKS.md): the embedder already uses both. Any
+    error rolls the whole ingest back; a re-run after success stores nothing new.
     """
     conversations = list(conversations)
     prepared = [store.prepare(c.messages, records=c.records) for c in conversations]
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memctx-ingest") as writer:
-        writes: list[Future] = []
-        group: list[_Pending] = []
-        for conv, msgs in zip(conversations, prepared):
-            group.append(_plan(store, conv, msgs, user_id))
-            if sum(len(p.new) for p in group) >= group_size:
-                vectors = _embed(store, [m.message.text for p in group for m in p.new], on_embedded)
-                _raise_failed(writes)
-                writes.append(writer.submit(_write_group, store, group, vectors))
-                group = []
-        vectors = _embed(store, [m.message.text for p in group for m in p.new], on_embedded)
-        writes.append(writer.submit(_write_group, store, group, vectors))
-        return [result for w in writes for result in w.result()]
+    with store.pool.connection() as conn, conn.transaction():
+        plans = [_plan(store, conn, conv, msgs, user_id) for conv, msgs in zip(conversations, prepared)]
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memctx-ingest") as writer:
+            writes: list[Future] = []
+            try:
+                for group in _groups(plans, group_size):
+                    vectors = _embed(store, [m.message.text for p in group for m in p.new], on_embedded)
+                    _raise_failed(writes)
+                    writes.append(writer.submit(_write_group, store, conn, group, vectors))
+                return [result for w in writes for result in w.result()]
+            except BaseException:
+                for write in writes:
+                    write.cancel()
+                raise
+
+
+def _groups(plans: list[_Pending], size: int) -> Iterator[list[_Pending]]:
+    """Consecutive conversations holding at least `size` new messages (the last group: the rest)."""
+    group: list[_Pending] = []
+    for plan in plans:
+        group.append(plan)
+        if sum(len(p.new) for p in group) >= size:
+            yield group
+            group = []
+    if group or not plans:
+        yield group
 
 
 def _raise_failed(writes: list[Future]) -> None:
@@ -213,20 +268,23 @@ class _Pending:
     new: list[PreparedMessage]
 
 
-def _plan(store: MessageStore, conv: ConversationInput, msgs: list[PreparedMessage], user_id: UUID) -> _Pending:
+def _plan(store: MessageStore, conn: psycopg.Connection, conv: ConversationInput, msgs: list[PreparedMessage],
+          user_id: UUID) -> _Pending:
     owner = conv.user_id or user_id
-    stored = store.create_conversation(owner, external_id=conv.external_id, title=conv.title, metadata=conv.metadata)
-    known = store.stored_external_ids(owner, stored.id, [m.message.external_id for m in msgs])
+    stored = store.create_conversation(owner, external_id=conv.external_id, title=conv.title,
+                                       metadata=conv.metadata, conn=conn)
+    known = store.stored_external_ids(owner, stored.id, [m.message.external_id for m in msgs], conn=conn)
     return _Pending(conv.external_id, owner, stored.id, len(msgs),
                     [m for m in msgs if m.message.external_id not in known])
 
 
-def _write_group(store: MessageStore, group: list[_Pending], vectors: np.ndarray | None) -> list[IngestResult]:
+def _write_group(store: MessageStore, conn: psycopg.Connection, group: list[_Pending],
+                 vectors: np.ndarray | None) -> list[IngestResult]:
     results, offset = [], 0
     for p in group:
         part = vectors[offset:offset + len(p.new)] if vectors is not None else None
         offset += len(p.new)
-        written = store.append_messages(p.owner, p.conversation_id, p.new, embeddings=part) if p.new else []
+        written = store.append_messages(p.owner, p.conversation_id, p.new, embeddings=part, conn=conn) if p.new else []
         results.append(IngestResult(p.conversation_id, p.external_id, len(written), p.total - len(written)))
     return results
 

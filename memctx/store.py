@@ -2,18 +2,22 @@
 
 Owns: creating conversations, appending validated messages (token-counted, embedded, one
 transaction per batch), reading them, deleting a conversation and forgetting a user. Every call
-takes the acting user's id; another user's id is indistinguishable from an unknown one.
+takes the acting user's id; another user's id is indistinguishable from an unknown one. Writes
+take an optional open connection so that a caller (bulk ingest) can make many of them one
+transaction; without one, each write is its own transaction.
 It does not summarize or search (`memctx.summarize`, `memctx.retrieve` do).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 from uuid import UUID
 
 import numpy as np
+import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
@@ -54,14 +58,24 @@ class MessageStore:
         self.embedder = embedder
         self.max_message_tokens = max_message_tokens
 
+    @contextmanager
+    def _connection(self, conn: psycopg.Connection | None) -> Iterator[psycopg.Connection]:
+        """The caller's connection (inside its transaction), or one from the pool."""
+        if conn is not None:
+            yield conn
+            return
+        with self.pool.connection() as pooled:
+            yield pooled
+
     # Conversations ---------------------------------------------------------------------------
     def create_conversation(self, user_id: UUID, *, external_id: str | None = None, title: str | None = None,
-                            metadata: Mapping[str, Any] | None = None) -> Conversation:
+                            metadata: Mapping[str, Any] | None = None,
+                            conn: psycopg.Connection | None = None) -> Conversation:
         """Create a conversation, or return the user's existing one with this external id."""
         for value, what in ((external_id, "external_id"), (title, "title")):
             if value is not None:
                 check_text(value, what)
-        with self.pool.connection() as conn:
+        with self._connection(conn) as conn:
             row = conn.execute(QUERIES["upsert_conversation"], {
                 "user_id": user_id, "external_id": external_id, "title": title,
                 "metadata": Jsonb(dict(metadata or {}))}).fetchone()
@@ -117,16 +131,18 @@ class MessageStore:
         return [PreparedMessage(m, c) for m, c in zip(messages, counts)]
 
     def append_messages(self, user_id: UUID, conversation_id: UUID, messages: Sequence[NewMessage | PreparedMessage],
-                        *, embeddings: np.ndarray | None = None, embed: bool = True) -> list[Message]:
+                        *, embeddings: np.ndarray | None = None, embed: bool = True,
+                        conn: psycopg.Connection | None = None) -> list[Message]:
         """Append messages in order, in one transaction; returns the stored messages.
 
         Messages whose external id is already stored in the conversation are skipped, so a
         re-run stores nothing new. Embeddings are computed here unless given (or embed=False,
-        which leaves them to the background worker).
+        which leaves them to the background worker). Given `conn`, the append joins the
+        caller's transaction (as a savepoint) and commits with it.
         """
         prepared = self.prepare([m.message if isinstance(m, PreparedMessage) else m for m in messages]) \
             if not all(isinstance(m, PreparedMessage) for m in messages) else list(messages)
-        with self.pool.connection() as conn, conn.transaction():
+        with self._connection(conn) as conn, conn.transaction():
             locked = conn.execute(QUERIES["lock_conversation_seq"],
                                   {"user_id": user_id, "conversation_id": conversation_id}).fetchone()
             if locked is None:
@@ -157,12 +173,13 @@ class MessageStore:
                 QUERIES["existing_external_ids"], {"conversation_id": conversation_id, "external_ids": external})}
         return [i for i, p in enumerate(prepared) if p.message.external_id not in existing]
 
-    def stored_external_ids(self, user_id: UUID, conversation_id: UUID, external_ids: Sequence[str | None]) -> set[str]:
+    def stored_external_ids(self, user_id: UUID, conversation_id: UUID, external_ids: Sequence[str | None],
+                            *, conn: psycopg.Connection | None = None) -> set[str]:
         """Which of these external ids the conversation already holds."""
         wanted = [e for e in external_ids if e is not None]
         if not wanted:
             return set()
-        with self.pool.connection() as conn:
+        with self._connection(conn) as conn:
             self._require(conn, user_id, conversation_id)
             return {r["external_id"] for r in conn.execute(
                 QUERIES["existing_external_ids"], {"conversation_id": conversation_id, "external_ids": wanted})}

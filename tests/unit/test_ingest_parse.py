@@ -66,12 +66,29 @@ def test_jsonl_groups_and_defaults_ids():
     ('{"conversation": "a", "role": "user", "content": "a\\u0000b"}', "NUL"),
     ('{"conversation": "a", "role": "user", "content": "x", "user": "nope"}', "not a UUID"),
     ('{"role": "user", "content": "x"}', "needs conversation"),
+    ('{"conversation": "a", "role": "user", "content": "x", "id": "#1"}', "id '#1' appears twice .*first at f.jsonl line 1"),
+    ('{"conversation": "a", "role": "user", "content": ""}', "content is empty"),
+    ('{"conversation": "a", "role": "user", "content": " \\n "}', "content is empty"),
+    ('{"conversation": "a", "role": "user", "content": [{"type": "text", "text": ""}]}', "content is empty"),
+    ('{"conversation": "", "role": "user", "content": "x"}', "conversation '' is empty"),
+    ('{"conversation": null, "role": "user", "content": "x"}', "conversation None is empty"),
+    ('{"conversation": "a", "role": "user", "content": "x", "metadata": {"score": NaN}}', "NaN is not valid JSON"),
+    ('{"conversation": "a", "role": "user", "content": "x", "title": 7}', "title must be a string"),
 ])
 def test_jsonl_errors_name_the_line(line, match):
     text = '{"conversation": "a", "role": "user", "content": "fine"}\n' + line
     with pytest.raises(InvalidInput, match=match) as info:
         parse_jsonl(text, "f.jsonl")
     assert "f.jsonl line 2" in str(info.value)
+
+
+def test_a_message_without_text_but_with_an_image_or_tool_call_is_content():
+    text = "\n".join(json.dumps(o) for o in [
+        {"conversation": "a", "role": "user", "content": [{"type": "image", "url": "http://i/x.jpg"}]},
+        {"conversation": "a", "role": "assistant", "content": [{"type": "thinking", "text": "hmm"}]},
+    ])
+    [conv] = parse_jsonl(text)
+    assert len(conv.messages) == 2
 
 
 def test_invalid_utf8_file_is_refused(tmp_path):
