@@ -12,35 +12,33 @@ from pathlib import Path
 from typing import Optional
 from uuid import UUID
 
+import psycopg
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from memctx import commands_context, commands_doctor, commands_worker, db
 from memctx.app import NotReady, open_app, prepare_database
+from memctx.cli_common import (BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, parse_uuid,
+                               user_id)
 from memctx.config import Settings
 from memctx.ingest import IngestResult, ingest, load_file
 from memctx.migrate import EmbeddingSpaceMismatch, MigrationError
 from memctx.models import InvalidInput
-from memctx.store import DEFAULT_USER, UnknownConversation
+from memctx.store import DEFAULT_USER
 
 app = typer.Typer(help="memctx: Postgres-native memory and context for LLM chat.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
 db_app = typer.Typer(help="The database memctx uses (embedded by default).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
-err = Console(stderr=True)
 
 DEMO_FILE = Path(__file__).resolve().parent / "data" / "demo.jsonl"
 
 
 def _settings() -> Settings:
     return Settings()
-
-
-def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
-    raise typer.Exit(code)
 
 
 @app.callback()
@@ -79,7 +77,7 @@ def migrate() -> None:
     try:
         applied = prepare_database(_settings())
     except (MigrationError, EmbeddingSpaceMismatch) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     print(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
 
 
@@ -98,19 +96,19 @@ def _ingest_with_progress(memctx_app, path: Path, fmt: str, user: UUID) -> list[
 @app.command("ingest")
 def ingest_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False, help="file to ingest"),
                format: str = typer.Option("jsonl", "--format", "-f", help="locomo or jsonl"),
-               user: Optional[str] = typer.Option(None, help="owner user UUID (default: the local user)")) -> None:
-    """Ingest a conversation file; prints one JSON line per conversation. Re-runs store nothing new."""
-    try:
-        owner = UUID(user) if user else DEFAULT_USER
-    except ValueError:
-        _fail(f"--user {user!r} is not a UUID", 2)
+               user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
+    """Ingest a conversation file in one transaction (all or nothing); prints one JSON line per
+    conversation. Re-runs store nothing new."""
+    owner = user_id(user)
     try:
         with open_app(_settings()) as memctx_app:
             results = _ingest_with_progress(memctx_app, path, format, owner)
     except InvalidInput as exc:
-        _fail(f"nothing was stored: {exc}", 2)
+        fail(f"nothing was stored: {exc}", BAD_INPUT)
     except (NotReady, EmbeddingSpaceMismatch) as exc:
-        _fail(str(exc))
+        fail(str(exc))
+    except psycopg.DatabaseError as exc:  # the one transaction was rolled back
+        fail(f"nothing was stored: the database refused it: {exc.diag.message_primary or exc}")
     for result in results:
         print(json.dumps(result.as_json()))
 
@@ -129,7 +127,8 @@ def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file"),
 
     settings = _settings()
     applied = prepare_database(settings)
-    err.print(f"database: {db.database_url(settings)}  (migrations applied now: {len(applied)})", highlight=False)
+    err.print(f"database: {escape(db.database_url(settings))}  (migrations applied now: {len(applied)})",
+              highlight=False)
     with open_app(settings) as memctx_app:
         results = _ingest_with_progress(memctx_app, path, "jsonl", DEFAULT_USER)
         for result in results:
@@ -146,44 +145,45 @@ def _print_stored(memctx_app, user: UUID) -> None:
 
     out = Console()
     for conv in memctx_app.store.conversation_stats(user):
-        table = Table(title=f"{conv['title'] or conv['external_id']}  ({conv['message_count']} messages, "
+        table = Table(title=f"{escape(conv['title'] or conv['external_id'] or '')}  ({conv['message_count']} messages, "
                             f"{conv['tokens']} tokens, {conv['embedded']} embedded)")
         for column in ("seq", "role", "tokens", "text"):
             table.add_column(column, overflow="fold")
         for m in memctx_app.store.list_messages(user, conv["id"]):
-            table.add_row(str(m.seq), m.role, str(m.token_count), _clip(m.text, 90))
+            table.add_row(str(m.seq), m.role, str(m.token_count), escape(_clip(m.text, 90)))
         out.print(table)
         chain = Table(title="live chain (what replaces the full history)")
         for column in ("element", "covers", "tokens", "text"):
             chain.add_column(column, overflow="fold")
         for item in live_chain(memctx_app, user, conv["id"]):
             kind = "master" if item.is_master else (f"summary L{item.level}" if item.kind == "summary" else item.role)
-            chain.add_row(kind, f"{item.first_seq}–{item.last_seq}", str(item.token_count), _clip(item.text, 120))
+            chain.add_row(kind, f"{item.first_seq}–{item.last_seq}", str(item.token_count),
+                          escape(_clip(item.text, 120)))
         out.print(chain)
         board = get_board(memctx_app, user, conv["id"])
         if board is not None:
-            out.print(f"[bold]board[/bold]: facts {len(board.key_facts)}, constraints {board.constraints}, "
-                      f"action items {board.action_items}, pending questions {board.pending_questions}",
-                      highlight=False)
+            out.print(f"[bold]board[/bold]: facts {len(board.key_facts)}, "
+                      + escape(f"constraints {board.constraints}, action items {board.action_items}, "
+                               f"pending questions {board.pending_questions}"), highlight=False)
 
 
 def _print_context(wc) -> None:
     out = Console()
     out.rule(f"working context: {wc.tokens}/{wc.budget} tokens")
     for message in wc.messages:
-        out.print(f"[bold]{message['role']}[/bold]: {message['content']}", highlight=False)
+        out.print(f"[bold]{message['role']}[/bold]: {escape(message['content'])}", highlight=False)
     table = Table(title="where every line came from")
     for column in ("section", "kind", "external id", "messages", "why"):
         table.add_column(column)
     for source in wc.sources:
         row = source.as_json()
         covered = f"{row['first_seq']}–{row['last_seq']}" if row.get("first_seq") is not None else str(row.get("seq", ""))
-        table.add_row(row.get("section", ""), row["kind"], str(row.get("external_id") or ""), covered,
-                      str(row.get("detail") or ""))
+        table.add_row(row.get("section", ""), row["kind"], escape(str(row.get("external_id") or "")), covered,
+                      escape(str(row.get("detail") or "")))
     out.print(table)
     for cut in wc.cuts:
-        out.print(f"{cut.action}: {len(cut.ids)} {cut.kind} item(s) of {cut.section}, {cut.tokens} tokens — "
-                  f"{cut.reason}", highlight=False)
+        out.print(escape(f"{cut.action}: {len(cut.ids)} {cut.kind} item(s) of {cut.section}, {cut.tokens} tokens — "
+                         f"{cut.reason}"), highlight=False)
 
 
 def _clip(text: str, width: int) -> str:
@@ -191,21 +191,23 @@ def _clip(text: str, width: int) -> str:
 
 
 @app.command("forget-user")
-def forget_user(user: str) -> None:
+def forget_user(user: str = typer.Argument(..., help="the user's UUID")) -> None:
     """Delete every row of a user, in every table."""
+    owner = parse_uuid(user, "user")
     with open_app(_settings()) as memctx_app:
-        print(json.dumps(memctx_app.store.forget_user(UUID(user))))
+        print(json.dumps(memctx_app.store.forget_user(owner)))
 
 
 @app.command("messages")
-def messages_cmd(conversation: str, user: Optional[str] = None, after: int = 0, limit: Optional[int] = None) -> None:
+def messages_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
+                 user: Optional[str] = typer.Option(None, help=USER_HELP),
+                 after: int = typer.Option(0, min=0, help="only messages after this seq"),
+                 limit: Optional[int] = typer.Option(None, min=1, help="at most this many messages")) -> None:
     """Print a conversation's messages as JSON lines."""
+    owner = user_id(user)
     with open_app(_settings()) as memctx_app:
-        try:
-            rows = memctx_app.store.list_messages(UUID(user) if user else DEFAULT_USER, UUID(conversation),
-                                                  after_seq=after, limit=limit)
-        except (UnknownConversation, ValueError) as exc:
-            _fail(str(exc), 2)
+        conv = conversation_id(memctx_app, owner, conversation)
+        rows = memctx_app.store.list_messages(owner, conv, after_seq=after, limit=limit)
         for m in rows:
             print(json.dumps({"id": str(m.id), "seq": m.seq, "role": m.role, "external_id": m.external_id,
                               "text": m.text, "token_count": m.token_count, "created_at": m.created_at.isoformat()}))
@@ -220,7 +222,7 @@ def main() -> None:
     try:
         app()
     except NotReady as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(1)
 
 

@@ -11,65 +11,35 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Optional
-from uuid import UUID
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-err = Console(stderr=True)
+from memctx.cli_common import BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, user_id
 
 
-def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
-    raise typer.Exit(code)
-
-
-def _uuid(value: str | None, what: str) -> UUID | None:
-    if value is None:
-        return None
-    try:
-        return UUID(value)
-    except ValueError:
-        _fail(f"{what} {value!r} is not a UUID", 2)
-    return None
-
-
-def _conversation_id(memctx_app, user: UUID, value: str) -> UUID:
-    """A conversation UUID, or the external id of one of the user's conversations."""
-    try:
-        return UUID(value)
-    except ValueError:
-        pass
-    for conv in memctx_app.store.list_conversations(user, limit=100_000):
-        if conv.external_id == value:
-            return conv.id
-    _fail(f"unknown conversation {value!r}", 2)
-    raise AssertionError
-
-
-def context_cmd(conversation: str = typer.Argument(..., help="conversation UUID or external id (e.g. conv-26)"),
+def context_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
                 query: str = typer.Option(..., "--query", "-q", help="the user's new message"),
                 budget: int = typer.Option(2000, "--budget", "-b", min=1, help="token budget of the whole context"),
-                user: Optional[str] = typer.Option(None, help="owner user UUID (default: the local user)"),
+                user: Optional[str] = typer.Option(None, help=USER_HELP),
                 status_quo: bool = typer.Option(False, "--status-quo", help="the last N raw messages instead"),
                 as_json: bool = typer.Option(False, "--json", help="print the WorkingContext as JSON")) -> None:
     """Assemble the working context for a new message within a token budget."""
     from memctx.app import open_app
     from memctx.assemble import BudgetTooSmall, get_working_context
     from memctx.config import Settings
-    from memctx.store import DEFAULT_USER, UnknownConversation
+    from memctx.store import UnknownConversation
 
-    owner = _uuid(user, "--user") or DEFAULT_USER
+    owner = user_id(user)
     with open_app(Settings()) as memctx_app:
-        conv = _conversation_id(memctx_app, owner, conversation)
+        conv = conversation_id(memctx_app, owner, conversation)
         try:
             wc = get_working_context(memctx_app, conv, query, budget, user=owner, status_quo=status_quo or None)
-        except UnknownConversation as exc:
-            _fail(str(exc), 2)
-        except BudgetTooSmall as exc:
-            _fail(str(exc), 2)
+        except (UnknownConversation, BudgetTooSmall) as exc:
+            fail(str(exc), BAD_INPUT)
     if as_json:
         print(json.dumps(wc.as_json(), ensure_ascii=False))
         return
@@ -80,18 +50,17 @@ def context_cmd(conversation: str = typer.Argument(..., help="conversation UUID 
 
 
 def search_cmd(query: str = typer.Argument(..., help="what to look for"),
-               conversation: Optional[str] = typer.Option(None, "--conversation", "-c", help="UUID or external id"),
+               conversation: Optional[str] = typer.Option(None, "--conversation", "-c", help=CONVERSATION_HELP),
                limit: int = typer.Option(10, min=1), threshold: Optional[float] = typer.Option(None),
-               user: Optional[str] = typer.Option(None, help="owner user UUID (default: the local user)")) -> None:
+               user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
     """Memory search; prints one JSON line per memory, best first."""
     from memctx.app import open_app
     from memctx.config import Settings
     from memctx.retrieve import search_memories
-    from memctx.store import DEFAULT_USER
 
-    owner = _uuid(user, "--user") or DEFAULT_USER
+    owner = user_id(user)
     with open_app(Settings()) as memctx_app:
-        conv = _conversation_id(memctx_app, owner, conversation) if conversation else None
+        conv = conversation_id(memctx_app, owner, conversation) if conversation else None
         for memory in search_memories(memctx_app, owner, query, conv, limit=limit, threshold=threshold):
             print(json.dumps(memory.as_json(), ensure_ascii=False))
 
@@ -101,22 +70,21 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
                     as_json: bool = typer.Option(False, "--json", help="print the full results as JSON"),
                     plot: Optional[Path] = typer.Option(None, help="write recall against budget to this image"),
                     limit: Optional[int] = typer.Option(None, min=1, help="only the first N questions"),
-                    user: Optional[str] = typer.Option(None, help="owner user UUID (default: the local user)")) -> None:
+                    user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
     """Score get_working_context on a LoCoMo file (no LLM): evidence recall, answer containment,
     tokens and latency, beside the recency, dense-only and full-text-only baselines."""
     from memctx.app import open_app
     from memctx.config import Settings
     from memctx.evaluate.locomo import load_questions
     from memctx.evaluate.run import run_eval
-    from memctx.store import DEFAULT_USER
 
     try:
         sizes = sorted({int(b) for b in budgets.split(",") if b.strip()})
     except ValueError:
-        _fail(f"--budgets {budgets!r} must be comma-separated integers", 2)
+        fail(f"--budgets {budgets!r} must be comma-separated integers", BAD_INPUT)
     if not sizes or min(sizes) <= 0:
-        _fail("--budgets needs at least one positive budget", 2)
-    owner = _uuid(user, "--user") or DEFAULT_USER
+        fail("--budgets needs at least one positive budget", BAD_INPUT)
+    owner = user_id(user)
     total = len(load_questions(path)[:limit] if limit else load_questions(path))
     with open_app(Settings(), auto_migrate=True) as memctx_app, Progress(
             TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -128,7 +96,7 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
         from memctx.evaluate.plot import plot_recall
 
         plot_recall(results, plot)
-        err.print(f"plot written to {plot}", highlight=False)
+        err.print(f"plot written to {escape(str(plot))}", highlight=False)
     if as_json:
         print(json.dumps(results, ensure_ascii=False))
     else:
@@ -137,8 +105,8 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
 
 def _print_table(results: dict) -> None:
     out = Console()
-    table = Table(title=f"LoCoMo {results['dataset']} — {results['questions_total']} questions, full history "
-                        f"≈ {results['full_history_tokens']['mean']:.0f} tokens")
+    table = Table(title=f"LoCoMo {escape(str(results['dataset']))} — {results['questions_total']} questions, "
+                        f"full history ≈ {results['full_history_tokens']['mean']:.0f} tokens")
     for column in ("budget", "arm", "evidence recall", "answer containment", "mean tokens", "p50 ms", "p95 ms"):
         table.add_column(column)
     for budget, r in results["budgets"].items():

@@ -10,34 +10,17 @@ from __future__ import annotations
 import json
 import logging
 from typing import Optional
-from uuid import UUID
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from memctx import dispatch, hierarchy, longterm
 from memctx.app import open_app
+from memctx.cli_common import BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, fail, parse_uuid, user_id
 from memctx.config import Settings
-from memctx.store import DEFAULT_USER, UnknownConversation
-
-err = Console(stderr=True)
-USER_HELP = "owner user UUID (default: the local user)"
-
-
-def _uuid(value: str | None, what: str, default: UUID | None = None) -> UUID:
-    if value is None and default is not None:
-        return default
-    try:
-        return UUID(str(value))
-    except ValueError:
-        err.print(f"[red]error:[/red] {what} {value!r} is not a UUID", highlight=False)
-        raise typer.Exit(2) from None
-
-
-def _unknown(exc: Exception) -> None:
-    err.print(f"[red]error:[/red] {exc}", highlight=False)
-    raise typer.Exit(2)
+from memctx.store import UnknownConversation
 
 
 def register(app: typer.Typer) -> None:
@@ -57,39 +40,43 @@ def register(app: typer.Typer) -> None:
         run(Settings(), dispatch=dispatch_, processes=processes, threads=threads)
 
     @app.command("summarize")
-    def summarize_cmd(conversation: str, user: Optional[str] = typer.Option(None, help=USER_HELP),
+    def summarize_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
+                      user: Optional[str] = typer.Option(None, help=USER_HELP),
                       regenerate: bool = typer.Option(False, "--regenerate",
                                                       help="discard every summary (edited ones too) and rebuild")
                       ) -> None:
         """Do a conversation's pending summarization now (the board's incomplete tail included, every
         summary embedded)."""
-        owner, conv = _uuid(user, "--user", DEFAULT_USER), _uuid(conversation, "conversation")
+        owner = user_id(user)
         with open_app(Settings()) as memctx_app:
+            conv = conversation_id(memctx_app, owner, conversation)
             try:
                 result = (hierarchy.regenerate(memctx_app, owner, conv) if regenerate
                           else hierarchy.catch_up(memctx_app, owner, conv, force_board=True))
             except UnknownConversation as exc:
-                _unknown(exc)
+                fail(str(exc), BAD_INPUT)
             backfilled = hierarchy.backfill_conversation(memctx_app, conv)  # "now": every summary embedded
         print(json.dumps({**result.as_json(), "backfilled_summaries": backfilled}))
 
     @app.command("chain")
-    def chain_cmd(conversation: str, user: Optional[str] = typer.Option(None, help=USER_HELP),
+    def chain_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
+                  user: Optional[str] = typer.Option(None, help=USER_HELP),
                   as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a table")) -> None:
         """Print the live chain: master, summaries high to low, raw recent messages."""
-        owner, conv = _uuid(user, "--user", DEFAULT_USER), _uuid(conversation, "conversation")
+        owner = user_id(user)
         with open_app(Settings()) as memctx_app:
+            conv = conversation_id(memctx_app, owner, conversation)
             try:
                 chain = hierarchy.live_chain(memctx_app, owner, conv)
             except UnknownConversation as exc:
-                _unknown(exc)
+                fail(str(exc), BAD_INPUT)
         if as_json:
             for c in chain:
                 print(json.dumps({"id": str(c.id), "kind": c.kind, "level": c.level, "is_master": c.is_master,
                                   "first_seq": c.first_seq, "last_seq": c.last_seq, "tokens": c.token_count,
                                   "edited": c.edited, "text": c.text}))
             return
-        table = Table(title=f"live chain of {conv}: {len(chain)} elements, "
+        table = Table(title=f"live chain of {escape(conversation)}: {len(chain)} elements, "
                             f"{sum(c.token_count or 0 for c in chain)} tokens")
         for column in ("element", "covers", "tokens", "text"):
             table.add_column(column, overflow="fold")
@@ -98,26 +85,30 @@ def register(app: typer.Typer) -> None:
             name += " (edited)" if c.edited else ""
             covers = f"{c.first_seq}" if c.first_seq == c.last_seq else f"{c.first_seq}–{c.last_seq}"
             text = c.text.replace("\n", " ")
-            table.add_row(name, covers, str(c.token_count or ""), text[:100] + ("…" if len(text) > 100 else ""))
+            clipped = text[:100] + ("…" if len(text) > 100 else "")
+            table.add_row(name, covers, str(c.token_count or ""), escape(clipped))
         Console().print(table)
 
     @app.command("board")
-    def board_cmd(conversation: str, user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
+    def board_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
+                  user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
         """Print the conversation's summary board as JSON."""
-        owner, conv = _uuid(user, "--user", DEFAULT_USER), _uuid(conversation, "conversation")
+        owner = user_id(user)
         with open_app(Settings()) as memctx_app:
-            board = hierarchy.get_board(memctx_app, owner, conv)
+            board = hierarchy.get_board(memctx_app, owner, conversation_id(memctx_app, owner, conversation))
         print(json.dumps(board.to_json() if board else None, ensure_ascii=False))
 
     @app.command("close")
-    def close_cmd(conversation: str, user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
+    def close_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
+                  user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
         """Close a conversation now: catch up and write its long-term summary."""
-        owner, conv = _uuid(user, "--user", DEFAULT_USER), _uuid(conversation, "conversation")
+        owner = user_id(user)
         with open_app(Settings()) as memctx_app:
+            conv = conversation_id(memctx_app, owner, conversation)
             try:
                 summary = longterm.close_conversation(memctx_app, owner, conv, explicit=True)
             except UnknownConversation as exc:
-                _unknown(exc)
+                fail(str(exc), BAD_INPUT)
         print(json.dumps({"conversation_id": str(summary.conversation_id), "summary": summary.summary,
                           "key_facts": summary.key_facts, "topics": summary.topics,
                           "pending_questions": summary.pending_questions, "action_items": summary.action_items,
@@ -125,25 +116,26 @@ def register(app: typer.Typer) -> None:
 
     @app.command("continuity")
     def continuity_cmd(user: Optional[str] = typer.Option(None, help=USER_HELP),
-                       current: Optional[str] = typer.Option(None, help="the new conversation (excluded)")) -> None:
+                       current: Optional[str] = typer.Option(
+                           None, help="the new conversation (excluded): UUID or external id")) -> None:
         """The continuity note for a user's new conversation: last conversation's summary and open items."""
-        owner = _uuid(user, "--user", DEFAULT_USER)
+        owner = user_id(user)
         with open_app(Settings()) as memctx_app:
-            note = longterm.continuity_note(memctx_app, owner,
-                                            current_conversation_id=_uuid(current, "--current") if current else None)
+            current_id = conversation_id(memctx_app, owner, current) if current else None
+            note = longterm.continuity_note(memctx_app, owner, current_conversation_id=current_id)
         print(json.dumps(note.as_json() if note else None, ensure_ascii=False))
 
     @app.command("edit-summary")
     def edit_summary_cmd(summary_id: str, text: str, user: Optional[str] = typer.Option(None, help=USER_HELP)
                          ) -> None:
         """Replace a live summary's text; it is kept (marked edited) until `summarize --regenerate`."""
-        owner = _uuid(user, "--user", DEFAULT_USER)
+        owner, summary = user_id(user), parse_uuid(summary_id, "summary id")
         with open_app(Settings()) as memctx_app:
             try:
-                summary = hierarchy.edit_summary(memctx_app, owner, _uuid(summary_id, "summary id"), text)
-            except LookupError as exc:
-                _unknown(exc)
-        print(json.dumps({"id": str(summary.id), "tokens": summary.token_count, "edited": summary.edited}))
+                edited = hierarchy.edit_summary(memctx_app, owner, summary, text)
+            except (LookupError, ValueError) as exc:  # unknown summary; empty or invalid text
+                fail(str(exc), BAD_INPUT)
+        print(json.dumps({"id": str(edited.id), "tokens": edited.token_count, "edited": edited.edited}))
 
     @app.command("backlog")
     def backlog_cmd() -> None:

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
+from psycopg.rows import dict_row
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,3 +77,41 @@ def test_unmigrated_database_says_what_to_do(admin_url):
     finally:
         with psycopg.connect(admin_url, autocommit=True) as conn:
             conn.execute(f'drop database "{name}" with (force)')
+
+
+def row_counts(conn) -> dict[str, int]:
+    """Rows in every table of the memctx schema."""
+    tables = [r["relname"] for r in conn.execute(
+        "select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace "
+        "where n.nspname = 'memctx' and c.relkind in ('r', 'p') order by 1")]
+    return {t: conn.execute(sql.SQL("select count(*) as n from memctx.{}").format(sql.Identifier(t))).fetchone()["n"]
+            for t in tables}
+
+
+def test_a_duplicate_id_in_the_last_conversation_stores_nothing_at_all(database_url, tmp_path):
+    env = {"MEMCTX_DATABASE_URL": database_url}
+    lines = [{"conversation": "a", "role": "user", "content": "Book a table for four.", "id": "a1"},
+             {"conversation": "b", "role": "user", "content": "Order more flour.", "id": "b1"},
+             {"conversation": "c", "role": "user", "content": "Hello", "id": "c1"},
+             {"conversation": "c", "role": "assistant", "content": "Hi!", "id": "c1"}]
+    bad = tmp_path / "dup.jsonl"
+    bad.write_text("\n".join(json.dumps(o) for o in lines) + "\n")
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        before = row_counts(conn)
+    proc = memctx("ingest", str(bad), "--format", "jsonl", env=env, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: nothing was stored: dup.jsonl line 4: id 'c1' appears twice in conversation 'c' "
+        "(first at dup.jsonl line 3)"]
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        assert row_counts(conn) == before  # no conversation, message or outbox row of a or b
+
+    good = tmp_path / "good.jsonl"
+    good.write_text("\n".join(json.dumps(o) for o in lines[:3]) + "\n")
+    assert [json.loads(line)["messages"] for line in memctx("ingest", str(good), env=env).stdout.splitlines()] == [1, 1, 1]
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        stored = row_counts(conn)
+    again = memctx("ingest", str(good), env=env).stdout.splitlines()
+    assert [json.loads(line)["skipped"] for line in again] == [1, 1, 1]
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        assert row_counts(conn) == stored

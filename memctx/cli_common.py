@@ -1,0 +1,65 @@
+"""What the CLI modules share: the error console, one-line failures, and reading ids.
+
+Owns: turning bad input into one line on stderr and an exit code (2 for bad input), never a
+traceback; reading a UUID argument; resolving a conversation given as a memctx UUID or as the
+user's own external id (another user's conversation looks the same as an unknown one). It does
+not print results (each command does) and holds no business logic.
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+from uuid import UUID
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from memctx.store import DEFAULT_USER, UnknownConversation
+
+err = Console(stderr=True)
+
+USER_HELP = "owner user UUID (default: the local user)"
+CONVERSATION_HELP = "conversation UUID or external id (e.g. conv-26)"
+
+# Bad input (not an internal error): exit code 2, as for a usage error.
+BAD_INPUT = 2
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print one error line on stderr and exit; user text in `message` is printed as is."""
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def parse_uuid(value: str, what: str) -> UUID:
+    try:
+        return UUID(value)
+    except ValueError:
+        fail(f"{what} {value!r} is not a UUID", BAD_INPUT)
+
+
+def user_id(value: str | None) -> UUID:
+    """The --user option: a UUID, or the local user when not given."""
+    return DEFAULT_USER if value is None else parse_uuid(value, "--user")
+
+
+def conversation_id(memctx_app, user: UUID, value: str) -> UUID:
+    """A conversation of this user, named by its memctx UUID or by its external id.
+
+    A UUID is tried as the memctx id first, then as an external id (imported ids can be UUIDs).
+    Unknown, or another user's: one error line, exit code 2.
+    """
+    try:
+        as_uuid: UUID | None = UUID(value)
+    except ValueError:
+        as_uuid = None
+    if as_uuid is not None:
+        try:
+            return memctx_app.store.get_conversation(user, as_uuid).id
+        except UnknownConversation:
+            pass
+    for conv in memctx_app.store.list_conversations(user, limit=100_000):
+        if conv.external_id == value:
+            return conv.id
+    fail(f"unknown conversation {value!r}", BAD_INPUT)
