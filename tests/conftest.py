@@ -22,7 +22,9 @@ from memctx.app import App, open_app, prepare_database
 from memctx.config import Settings
 from memctx.embed import LocalMiniLM
 
-LOCOMO_DEV = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo-dev.json"
+# Two synthetic conversations in LoCoMo's format (tests/fixtures/make_locomo_fixture.py writes them),
+# so that the suite never depends on the benchmark data living outside the repository.
+LOCOMO_MINI = Path(__file__).resolve().parent / "fixtures" / "locomo-mini.json"
 
 
 @pytest.fixture(scope="session")
@@ -77,6 +79,4 @@ def app(settings, embedder) -> Iterator[App]:
 
 @pytest.fixture
 def locomo_path() -> Path:
-    if not LOCOMO_DEV.exists():
-        pytest.skip(f"LoCoMo dev split not found at {LOCOMO_DEV}")
-    return LOCOMO_DEV
+    return LOCOMO_MINI

@@ -45,11 +45,11 @@ def test_eval_locomo_json_and_plot(app, settings, locomo_path, tmp_path):
     assert results["full_history_tokens"]["mean"] > 10_000 and results["conversations"] == 1
     assert plot.exists() and plot.stat().st_size > 1000
 
-    ctx = _run(["context", "conv-26", "--query", "What did Caroline research?", "--budget", "800", "--json"],
+    ctx = _run(["context", "mini-1", "--query", "What did Priya research?", "--budget", "800", "--json"],
                settings, tmp_path)
     assert ctx.returncode == 0, ctx.stderr
     wc = json.loads(ctx.stdout)
-    assert wc["tokens"] <= 800 and wc["messages"][-1]["content"] == "What did Caroline research?"
+    assert wc["tokens"] <= 800 and wc["messages"][-1]["content"] == "What did Priya research?"
     assert any(s["external_id"] and s["external_id"].startswith("D") for s in wc["sources"])
 
 
