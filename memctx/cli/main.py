@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Optional
 from uuid import UUID
@@ -19,9 +20,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from memctx import commands_context, commands_doctor, commands_worker, db
+from memctx import db
 from memctx.app import NotReady, open_app, prepare_database
-from memctx.cli_common import (BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, parse_uuid,
+from memctx.cli import context, doctor, pipeline
+from memctx.cli.common import (BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, parse_uuid,
                                user_id)
 from memctx.config import Settings
 from memctx.ingest import IngestResult, ingest, load_file
@@ -34,7 +36,7 @@ app = typer.Typer(help="memctx: Postgres-native memory and context for LLM chat.
 db_app = typer.Typer(help="The database memctx uses (embedded by default).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
-DEMO_FILE = Path(__file__).resolve().parent / "data" / "demo.jsonl"
+DEMO_FILE = Path(__file__).resolve().parents[1] / "data" / "demo.jsonl"
 
 
 def _settings() -> Settings:
@@ -213,9 +215,17 @@ def messages_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP)
                               "text": m.text, "token_count": m.token_count, "created_at": m.created_at.isoformat()}))
 
 
-commands_context.register(app)
-commands_worker.register(app)
-commands_doctor.register(app)
+def _register_outer_layers(app: typer.Typer) -> None:
+    """worker/, api/ and mcp_tools/ add their own commands through the `memctx.commands` entry
+    points (pyproject.toml): the core never imports them."""
+    for entry in entry_points(group="memctx.commands"):
+        entry.load()(app)
+
+
+context.register(app)
+pipeline.register(app)
+doctor.register(app)
+_register_outer_layers(app)
 
 
 def main() -> None:

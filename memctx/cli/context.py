@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from memctx.cli_common import BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, user_id
+from memctx.cli.common import BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, user_id
 
 
 def context_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),

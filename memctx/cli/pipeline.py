@@ -1,14 +1,13 @@
-"""CLI commands of the worker layer, registered on the main `memctx` app by memctx.cli.
+"""CLI commands that drive and inspect a conversation's summaries by hand.
 
-`worker` runs the background worker; `summarize`, `chain`, `board`, `close`, `continuity`,
-`edit-summary` and `backlog` inspect and drive a conversation's summaries by hand. Each command
-calls one library function and prints JSON (or a table for `chain`).
+`summarize`, `chain`, `board`, `close`, `continuity`, `edit-summary` and `backlog`: each calls one
+library function and prints JSON (or a table for `chain`). `memctx worker` itself is registered by
+the worker package (worker/cli.py), so the core never imports it.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from typing import Optional
 
 import typer
@@ -18,26 +17,13 @@ from rich.table import Table
 
 from memctx import dispatch, hierarchy, longterm
 from memctx.app import open_app
-from memctx.cli_common import BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, fail, parse_uuid, user_id
+from memctx.cli.common import BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, fail, parse_uuid, user_id
 from memctx.config import Settings
 from memctx.store import UnknownConversation
 
 
 def register(app: typer.Typer) -> None:
     """Add this layer's commands to the main app."""
-
-    @app.command("worker")
-    def worker_cmd(dispatch_: bool = typer.Option(True, "--dispatch/--no-dispatch",
-                                                  help="also run the outbox dispatcher (LISTEN/NOTIFY + sweeps)"),
-                   processes: Optional[int] = typer.Option(None, help="worker processes (MEMCTX_WORKER_PROCESSES)"),
-                   threads: Optional[int] = typer.Option(None, help="threads per process (MEMCTX_WORKER_THREADS)")
-                   ) -> None:
-        """Run the background worker: summaries, boards, embeddings, long-term summaries."""
-        from worker.main import run
-
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        logging.getLogger("dramatiq").setLevel(logging.WARNING)
-        run(Settings(), dispatch=dispatch_, processes=processes, threads=threads)
 
     @app.command("summarize")
     def summarize_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
