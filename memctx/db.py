@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import psycopg
 from psycopg.rows import dict_row
@@ -168,11 +166,3 @@ def make_pool(url: str, settings: Settings, *, open: bool = True) -> ConnectionP
     if open:
         pool.open(wait=True, timeout=30)
     return pool
-
-
-@contextmanager
-def transaction(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
-    """A pooled connection inside one transaction: committed on success, rolled back on error."""
-    with pool.connection() as conn:
-        with conn.transaction():
-            yield conn

@@ -1,7 +1,7 @@
 """Named SQL queries, loaded once from the `.sql` files beside this module.
 
 Each file holds blocks that start with `-- name: <query_name>`; parameters are `%(name)s`.
-`QUERIES["insert_messages"]` is the text of that block. Names are unique across files.
+`QUERIES["list_messages"]` is the text of that block. Names are unique across files.
 """
 
 from __future__ import annotations
