@@ -50,6 +50,7 @@ def test_the_wheel_carries_what_is_read_at_run_time(wheel):
     assert not any(n.startswith(("tests/", "migrations/")) for n in names)
 
 
+@pytest.mark.slow
 def test_installed_wheel_migrates_and_runs_the_demo_outside_the_repo(wheel, tmp_path, admin_url):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
