@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     max_message_tokens: int = Field(default=8_000, ge=1, description="a longer message is refused")
 
     # Embeddings --------------------------------------------------------------------------
-    embedder: Literal["local", "openai", "fake"] = "local"
+    embedder: Literal["local", "openai"] = "local"
     embedding_model: str | None = Field(default=None, description="model name for the openai embedder")
     embedding_dimensions: int | None = Field(default=None, ge=1, description="requested dimensions (openai)")
     embedding_base_url: str | None = None

