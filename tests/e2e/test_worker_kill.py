@@ -78,7 +78,6 @@ def _done(app, conversation_id) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_kill_9_mid_run_gives_the_chain_of_an_uninterrupted_run(app, database_url, locomo_path, tmp_path):
     messages = load_file(locomo_path, "locomo")[0].messages[:N_MESSAGES]
     live = app.store.create_conversation(USER, external_id="live")
