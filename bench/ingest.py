@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memctx.app import open_app, prepare_database  # noqa: E402
 from memctx.config import Settings  # noqa: E402
-from memctx.ingest import ingest, load_file  # noqa: E402
+from memctx.store.ingest import ingest, load_file  # noqa: E402
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ from memctx import db, hierarchy  # noqa: E402
 from memctx.app import open_app, prepare_database  # noqa: E402
 from memctx.config import Settings  # noqa: E402
 from memctx.embed import LocalMiniLM  # noqa: E402
-from memctx.ingest import ingest, load_file  # noqa: E402
+from memctx.store.ingest import ingest, load_file  # noqa: E402
 from memctx.store import DEFAULT_USER  # noqa: E402
 
 

@@ -45,7 +45,7 @@ from psycopg.types.json import Jsonb  # noqa: E402
 from memctx import db, dispatch, hierarchy  # noqa: E402
 from memctx.app import open_app, prepare_database  # noqa: E402
 from memctx.config import Settings  # noqa: E402
-from memctx.ingest import ingest, load_file  # noqa: E402
+from memctx.store.ingest import ingest, load_file  # noqa: E402
 from memctx.store import DEFAULT_USER  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

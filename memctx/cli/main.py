@@ -26,7 +26,7 @@ from memctx.cli import context, doctor, pipeline
 from memctx.cli.common import (BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, parse_uuid,
                                user_id)
 from memctx.config import Settings
-from memctx.ingest import IngestResult, ingest, load_file
+from memctx.store.ingest import IngestResult, ingest, load_file
 from memctx.migrate import EmbeddingSpaceMismatch, MigrationError
 from memctx.models import InvalidInput
 from memctx.store import DEFAULT_USER

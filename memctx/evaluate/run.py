@@ -23,7 +23,7 @@ from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.evaluate.baselines import BASELINES, baseline_context, turn_line
 from memctx.evaluate.locomo import (CATEGORIES, CONTAINMENT_CATEGORIES, Question, contains_answer,
                                     evidence_recall, load_questions)
-from memctx.ingest import ingest, load_file
+from memctx.store.ingest import ingest, load_file
 from memctx.retrieve.lexical import analyze
 from memctx.sql import QUERIES
 from memctx.store import DEFAULT_USER

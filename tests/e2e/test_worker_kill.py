@@ -20,7 +20,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from memctx import dispatch, hierarchy
-from memctx.ingest import load_file
+from memctx.store.ingest import load_file
 from memctx.store import DEFAULT_USER
 from memctx.summarize.chain import expected_chain
 

@@ -23,7 +23,7 @@ import redis
 from psycopg.types.json import Jsonb
 
 from memctx import dispatch, hierarchy
-from memctx.ingest import load_file
+from memctx.store.ingest import load_file
 from memctx.store import DEFAULT_USER
 from memctx.summarize.chain import expected_chain
 

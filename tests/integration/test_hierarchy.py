@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 from psycopg.types.json import Jsonb
 
 from memctx import hierarchy
-from memctx.ingest import load_file
+from memctx.store.ingest import load_file
 from memctx.store import DEFAULT_USER, UnknownConversation
 from memctx.summarize.chain import expected_chain
 

@@ -9,7 +9,7 @@ import uuid
 import psycopg
 import pytest
 
-from memctx.ingest import ingest, load_file, parse_jsonl
+from memctx.store.ingest import ingest, load_file, parse_jsonl
 from memctx.models import InvalidInput
 
 

@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from memctx.ingest import parse_jsonl, parse_locomo, read_text
+from memctx.store.ingest import parse_jsonl, parse_locomo, read_text
 from memctx.models import InvalidInput
 
 SAMPLE = [{

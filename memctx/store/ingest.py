@@ -31,7 +31,7 @@ import numpy as np
 import psycopg
 
 from memctx.models import InvalidInput, NewMessage, check_text
-from memctx.store import MessageStore, PreparedMessage
+from memctx.store.messages import MessageStore, PreparedMessage
 
 _LOCOMO_SESSION = re.compile(r"^session_(\d+)$")
 
