@@ -149,16 +149,43 @@ def backfill_batch(app: App) -> int:
         return 0
 
 
-class IdleBackfill:
+class _Loop:
+    """A background loop in a daemon thread that `stop` ends and waits for: a process that
+    exits while onnxruntime embeds in such a thread aborts ("terminate called without an active
+    exception"), since the thread cannot take the GIL back during interpreter shutdown."""
+
+    thread_name = "memctx-loop"
+
+    def __init__(self) -> None:
+        self.stopping = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def start(self) -> threading.Thread:
+        self.thread = threading.Thread(target=self.run, name=self.thread_name, daemon=True)
+        self.thread.start()
+        return self.thread
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.stopping.set()
+        if self.thread is not None:
+            self.thread.join(timeout)
+
+
+class IdleBackfill(_Loop):
     """Embeds superseded summaries, one small batch at a time, while this process runs no job.
 
     Every worker process runs one; the advisory locks of the backfill keep them apart. A job that
     starts meanwhile waits for no one: it shares the cores with at most one batch.
     """
 
+    thread_name = "memctx-backfill"
+
     def __init__(self, app: App) -> None:
+        super().__init__()
         self.app = app
-        self.stopping = threading.Event()
 
     def run(self) -> None:
         idle_s = self.app.settings.backfill_idle_s
@@ -169,23 +196,18 @@ class IdleBackfill:
             elif backfill_batch(self.app) == 0:  # nothing left (or all taken): look again later
                 self.stopping.wait(self.app.settings.sweep_interval_s)
 
-    def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self.run, name="memctx-backfill", daemon=True)
-        thread.start()
-        return thread
-
-    def stop(self) -> None:
-        self.stopping.set()
 
 
-class Dispatcher:
+class Dispatcher(_Loop):
     """Turns outbox rows into jobs. Any number may run, on any machines: claims never overlap."""
 
+    thread_name = "memctx-dispatcher"
+
     def __init__(self, app: App, send: Callable[[Job], None], *, name: str | None = None) -> None:
+        super().__init__()
         self.app = app
         self.send = send
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
-        self.stopping = threading.Event()
         self.ready = threading.Event()  # set once LISTEN is active and the start-up sweep is done
 
     def dispatch_pending(self) -> int:
@@ -246,11 +268,3 @@ class Dispatcher:
                 if time.monotonic() >= next_sweep:
                     self.sweep()
                     next_sweep = time.monotonic() + settings.sweep_interval_s
-
-    def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self.run, name="memctx-dispatcher", daemon=True)
-        thread.start()
-        return thread
-
-    def stop(self) -> None:
-        self.stopping.set()

@@ -69,8 +69,21 @@ def redis_url(tmp_path) -> Iterator[str]:
 
 def _start_worker(database_url: str, broker_url: str, home: Path, log) -> subprocess.Popen:
     env = {**os.environ, "MEMCTX_DATABASE_URL": database_url, "MEMCTX_HOME": str(home),
-           "MEMCTX_BROKER": "redis", "MEMCTX_BROKER_URL": broker_url, "MEMCTX_SWEEP_INTERVAL_S": "1"}
+           "MEMCTX_BROKER": "redis", "MEMCTX_BROKER_URL": broker_url, "MEMCTX_SWEEP_INTERVAL_S": "1",
+           "PYTHONFAULTHANDLER": "1"}
     return subprocess.Popen([sys.executable, "-m", "memctx", "worker"], env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _stop(worker: subprocess.Popen) -> int | str:
+    """SIGTERM and the exit code; a worker that hangs is aborted, and faulthandler writes every
+    thread's stack to its log."""
+    worker.send_signal(signal.SIGTERM)
+    try:
+        return worker.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        worker.send_signal(signal.SIGABRT)
+        worker.wait(timeout=10)
+        return "no exit within 60 s of SIGTERM"
 
 
 def _insert(conn, conversation_id, m) -> None:
@@ -106,8 +119,7 @@ def test_worker_on_redis_broker_summarizes_sql_inserts(app, database_url, redis_
         heartbeats = client.zcard("dramatiq:__heartbeats__")
         dead_lettered = client.exists("dramatiq:memctx.XQ")
     finally:
-        worker.send_signal(signal.SIGTERM)
-        stopped = worker.wait(timeout=60)
+        stopped = _stop(worker)
         log.close()
     stats = client.info("commandstats")
     client.close()
