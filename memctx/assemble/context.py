@@ -102,10 +102,7 @@ class ContextAssembler:
         current_share, _ = shares(available, opts.current_share)
         rows = self._current_rows(user, conversation, opts.recent_turns)
         timings["current_sql"] = _ms(started)
-        items = CurrentItems.from_rows(rows, opts.recent_turns)
-        cuts = fit_current(items, current_share, self.counter, self.compressor)
-        current_messages = items.messages()
-        current_tokens = sum(message_tokens(self.counter, m["role"], m["content"]) for m in current_messages)
+        items, cuts, current_messages, current_tokens = self._fit_current(rows, opts, current_share)
         external_messages, external_tokens = self._external(ask["content"], 0)
         memory_budget = available - current_tokens - external_tokens
         t0 = time.perf_counter()
@@ -118,6 +115,16 @@ class ContextAssembler:
         timings["search"] = _ms(t0)
         shown = {str(t["id"]) for t in items.turns}
         memory_message, memory_sources, memory_tokens, memory_cuts = self._memories(memories, shown, memory_budget)
+        # Shares are targets, not walls: what the current context leaves goes to the memories
+        # (memory_budget above), and what the memories leave goes back to the current context
+        # before anything of it stays dropped. (Recent turns are never memory hits, so a wider
+        # current context cannot repeat a memory.)
+        wider = current_tokens + memory_budget - memory_tokens
+        if cuts and wider > current_share:
+            refit = self._fit_current(rows, opts, wider, refill=True)
+            if refit[3] > current_tokens:
+                current_share, memory_budget = wider, memory_tokens
+                items, cuts, current_messages, current_tokens = refit
         cuts += memory_cuts
         messages = [system, *external_messages, *([memory_message] if memory_message else []), *current_messages, ask]
         total = messages_tokens(self.counter, messages)
@@ -135,6 +142,14 @@ class ContextAssembler:
         timings["total"] = _ms(started)
         return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total, sections=sections,
                               sources=sources, cuts=cuts, timings_ms=timings)
+
+    def _fit_current(self, rows: Sequence[Mapping[str, Any]], opts: ContextOptions, share: int, *,
+                     refill: bool = False) -> tuple[CurrentItems, list[Cut], list[dict[str, str]], int]:
+        """The current context fitted to `share` tokens: its items, cuts, messages and tokens."""
+        items = CurrentItems.from_rows(rows, opts.recent_turns)
+        cuts = fit_current(items, share, self.counter, self.compressor, refill=refill)
+        messages = items.messages()
+        return items, cuts, messages, sum(message_tokens(self.counter, m["role"], m["content"]) for m in messages)
 
     def _current_rows(self, user: UUID, conversation: UUID, recent: int) -> list[dict[str, Any]]:
         with self.pool.connection() as conn:

@@ -96,13 +96,17 @@ def _summary_source(row: Mapping[str, Any], conversation: UUID, detail: str) -> 
                   first_seq=row["first_seq"], last_seq=row["last_seq"], detail=detail)
 
 
-def fit_current(items: CurrentItems, share: int, counter: TokenCounter, compress: Compressor | None) -> list[Cut]:
-    """Fit `items` into `share` tokens in place; returns what was compressed or dropped."""
+def fit_current(items: CurrentItems, share: int, counter: TokenCounter, compress: Compressor | None, *,
+                refill: bool = False) -> list[Cut]:
+    """Fit `items` into `share` tokens in place; returns what was compressed or dropped. With
+    `refill`, what was dropped early but fits once larger items are gone is put back (the room is
+    the current context's to use up: the memories have already taken theirs)."""
     cuts: list[Cut] = []
     cost = items.cost(counter)
     if cost > COMPRESS_AT * share and len(items.turns) >= 2 and compress is not None:
         cuts += _compress_older_half(items, share, counter, compress)
         cost = items.cost(counter)
+    summaries, facts = list(items.summaries), list(items.facts)
     while cost > share:
         while items.estimate(counter) > share and (cut := _drop_lowest(items, counter)) is not None:
             cuts.append(cut)
@@ -113,7 +117,27 @@ def fit_current(items: CurrentItems, share: int, counter: TokenCounter, compress
                 break
             cuts.append(cut)
             cost = items.cost(counter)
-    return merge_cuts(cuts)
+    return merge_cuts(_refill(items, summaries, facts, share, counter, cuts) if refill else cuts)
+
+
+def _refill(items: CurrentItems, summaries: list[Mapping[str, Any]], facts: list[str], share: int,
+            counter: TokenCounter, cuts: list[Cut]) -> list[Cut]:
+    """Put back what was dropped early but fits now that larger items are gone (level summaries
+    newest first, then key facts in order); returns the cuts without them."""
+    for s in sorted((s for s in summaries if s not in items.summaries), key=lambda s: -s["first_seq"]):
+        items.summaries = sorted([*items.summaries, s], key=lambda r: (r["first_seq"], r["level"]))
+        if items.cost(counter) > share:
+            items.summaries.remove(s)
+            continue
+        cuts = [c for c in cuts if not (c.kind == "summary" and c.ids == (str(s["id"]),))]
+    while len(items.facts) < len(facts):
+        items.facts.append(facts[len(items.facts)])
+        if items.cost(counter) > share:
+            items.facts.pop()
+            break
+        last = max(i for i, c in enumerate(cuts) if c.ids == ("key_facts",))  # the fact dropped first
+        cuts = cuts[:last] + cuts[last + 1:]
+    return cuts
 
 
 def merge_cuts(cuts: Sequence[Cut]) -> list[Cut]:

@@ -6,6 +6,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from psycopg.types.json import Jsonb
 
 from memctx.assemble import BudgetTooSmall, ContextOptions, assembler_for, get_working_context, messages_tokens
 from memctx.models import NewMessage
@@ -87,6 +88,35 @@ def test_works_without_summaries_and_uses_them_when_they_exist(app):
     master = next(s for s in wc.sources if s.kind == "summary" and s.detail == "master")
     assert (master.first_seq, master.last_seq) == (1, 30)
     assert any(s.kind == "board" for s in wc.sources)
+
+
+def _summaries_and_board(app, user, conv, messages):
+    """A level-2 summary of ~165 tokens, a board summary of ~210 and key facts of ~115, as in the
+    report of a 2,000-token context that used 247 tokens and dropped all three."""
+    summary = "SUMMARY: " + "Ana and Ben planned the pottery class, the hike and the budget review. " * 11
+    board = "BOARD: " + "A long chat about hobbies, pets, travel plans and family news this spring. " * 14
+    facts = [f"FACT {i}: Rex the border collie learned trick number {i}." for i in range(8)]
+    with app.pool.connection() as conn:
+        conn.execute("insert into memctx.summaries (conversation_id, user_id, level, content, source_kind,"
+                     " source_ids, first_seq, last_seq, token_count) values (%s, %s, 2, %s, 'message', %s, 1, 30, %s)",
+                     (conv.id, user, summary, [m.id for m in messages[:30]], app.counter.count(summary)))
+        conn.execute("insert into memctx.summary_boards (conversation_id, user_id, current_summary, key_facts,"
+                     " last_seq) values (%s, %s, %s, %s, 40)", (conv.id, user, board, Jsonb(facts)))
+    return summary, board, facts
+
+
+def test_shares_are_targets_what_memories_leave_goes_to_the_current_context(app):
+    user = uuid.uuid4()
+    conv = _conversation(app, user)
+    summary, board, facts = _summaries_and_board(app, user, conv, app.store.list_messages(user, conv.id))
+    wc = get_working_context(app, conv.id, "zqxv wpmb krtl?", 2000, user=user)
+    memories = next(s for s in wc.sections if s.name == "memories")
+    assert memories.tokens < 600, "the query matches next to nothing, so memories leave most of their share"
+    assert summary in wc.text and board in wc.text and all(f in wc.text for f in facts)
+    assert not [c for c in wc.cuts if c.section == "current" and c.action == "dropped"]
+    assert wc.tokens <= 2000
+    current = next(s for s in wc.sections if s.name == "current")
+    assert current.tokens <= current.budget and sum(s.budget for s in wc.sections) <= 2000
 
 
 def test_tight_current_share_compresses_then_drops_and_reports(app):
