@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psycopg  # noqa: E402
 from psycopg.conninfo import make_conninfo  # noqa: E402
 
-from memctx import db, hierarchy  # noqa: E402
+from memctx import db  # noqa: E402
+from memctx.pipeline import catchup, embedding  # noqa: E402
 from memctx.app import open_app, prepare_database  # noqa: E402
 from memctx.config import Settings  # noqa: E402
 from memctx.embed import LocalMiniLM  # noqa: E402
@@ -73,11 +74,11 @@ def catch_up(args, conversations) -> None:
             cid = ingest(app.store, [conv], DEFAULT_USER)[0].conversation_id
             print(f"  ingest {conv.external_id} ({len(conv.messages)} messages): {rss()}")
             start = time.perf_counter()
-            result = hierarchy.catch_up(app, DEFAULT_USER, cid)
+            result = catchup.catch_up(app, DEFAULT_USER, cid)
             print(f"  catch_up: {time.perf_counter() - start:.1f} s, {result.summaries_written} summaries written, "
                   f"{result.embedded_summaries} embedded: {rss()}")
             start = time.perf_counter()
-            n = hierarchy.backfill_conversation(app, cid)
+            n = embedding.backfill_conversation(app, cid)
             print(f"  backfill: {n} summaries in {time.perf_counter() - start:.1f} s: {rss()}")
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:

@@ -42,7 +42,8 @@ import psycopg  # noqa: E402
 from psycopg.conninfo import make_conninfo  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
-from memctx import db, dispatch, hierarchy  # noqa: E402
+from memctx import db  # noqa: E402
+from memctx.pipeline import catchup, dispatch, embedding  # noqa: E402
 from memctx.app import open_app, prepare_database  # noqa: E402
 from memctx.config import Settings  # noqa: E402
 from memctx.store.ingest import ingest, load_file  # noqa: E402
@@ -70,7 +71,7 @@ def _timed_rounds(app, ids, rounds, label, *, rebuild_only=False):
         start = time.perf_counter()
         for cid in ids:
             first = round_no == 0 and not rebuild_only
-            (hierarchy.catch_up if first else hierarchy.regenerate)(app, DEFAULT_USER, cid)
+            (catchup.catch_up if first else catchup.regenerate)(app, DEFAULT_USER, cid)
         times.append(time.perf_counter() - start)
         print(f"{label} round {round_no}: {len(ids)} conversations in {times[-1]:.1f} s", file=sys.stderr)
     return statistics.median(times)
@@ -79,7 +80,7 @@ def _timed_rounds(app, ids, rounds, label, *, rebuild_only=False):
 def _backfill_all(app):
     """The deferred work: embed every superseded summary left without an embedding (one thread)."""
     start, n = time.perf_counter(), 0
-    while (done := hierarchy.backfill_summary_embeddings(app, limit=app.settings.backfill_batch_size)):
+    while (done := embedding.backfill_summary_embeddings(app, limit=app.settings.backfill_batch_size)):
         n += done
     return n, time.perf_counter() - start
 
@@ -96,7 +97,7 @@ def bench_catch_up(app, conversations, rounds, short_turns, short_copies):
     eager_s = _timed_rounds(eager_app, ids, 1, "eager (all)", rebuild_only=True)
     compression = []
     for conv, cid in zip(conversations, ids):
-        chain = hierarchy.live_chain(app, DEFAULT_USER, cid)
+        chain = catchup.live_chain(app, DEFAULT_USER, cid)
         full = sum(m.token_count or 0 for m in app.store.list_messages(DEFAULT_USER, cid))
         live = sum(c.token_count or 0 for c in chain)
         compression.append((conv.external_id, len(conv.messages), full, live, len(chain)))
@@ -182,10 +183,10 @@ def bench_live_throughput(app, url, conversations, copies, timeout=900):
             break
         time.sleep(0.25)
     elapsed = time.perf_counter() - start
-    params = hierarchy.chain_params(app.settings)
+    params = catchup.chain_params(app.settings)
     from memctx.summarize.chain import expected_chain
     for cid, n in ids:  # the result must be right, not only fast
-        got = [(c.level, c.first_seq, c.last_seq) for c in hierarchy.live_chain(app, DEFAULT_USER, cid)]
+        got = [(c.level, c.first_seq, c.last_seq) for c in catchup.live_chain(app, DEFAULT_USER, cid)]
         want = [(e.level, e.first_seq, e.last_seq) for e in expected_chain(n, params)]
         if got != want:
             raise RuntimeError(f"conversation {cid}: chain differs from expected_chain")

@@ -1,4 +1,4 @@
-"""The assembled service: settings → database, pool, token counter, embedder, store.
+"""The assembled service: settings → database, pool, token counter, embedder, summarizer, store.
 
 Owns: startup (resolve the database, check it is migrated and holds the configured embedding
 space — a mismatch is a clear error, never silent garbage) and shutdown. Entry points (CLI,
@@ -8,15 +8,16 @@ worker, API, MCP) build one `App` and pass its parts down.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 from psycopg_pool import ConnectionPool
 
 from memctx import db
 from memctx.config import Settings
-from memctx.embed import Embedder, make_embedder
+from memctx.embed import Embedder
 from memctx.migrate import EmbeddingSpaceMismatch, MigrationError, configure_embedding_space, discover, migrate
+from memctx.providers import make_embedder, make_summarizer
 from memctx.store import MessageStore
+from memctx.summarize.types import Summarizer
 from memctx.tokens import TokenCounter, get_counter
 
 
@@ -24,7 +25,7 @@ class NotReady(RuntimeError):
     """The database is not migrated, or was built for another embedder."""
 
 
-@dataclass
+@dataclass(eq=False)  # one App is one set of connections: compared and hashed by identity
 class App:
     settings: Settings
     url: str
@@ -32,15 +33,12 @@ class App:
     counter: TokenCounter
     embedder: Embedder
     store: MessageStore
-
-    @cached_property
-    def context_assembler(self):
-        """The one `ContextAssembler` of this app (it caches speaker names across calls)."""
-        from memctx.assemble.context import build_assembler  # assemble builds on the app, not the reverse
-
-        return build_assembler(self)
+    summarizer: Summarizer
 
     def close(self) -> None:
+        close_summarizer = getattr(self.summarizer, "close", None)  # the LLM one holds an HTTP client
+        if close_summarizer is not None:
+            close_summarizer()
         self.pool.close()
 
     def __enter__(self) -> "App":
@@ -94,4 +92,5 @@ def open_app(settings: Settings, *, auto_migrate: bool = False, embedder: Embedd
         raise
     counter = get_counter(settings.token_encoding)
     store = MessageStore(pool, counter, embedder, max_message_tokens=settings.max_message_tokens)
-    return App(settings=settings, url=url, pool=pool, counter=counter, embedder=embedder, store=store)
+    return App(settings=settings, url=url, pool=pool, counter=counter, embedder=embedder, store=store,
+               summarizer=make_summarizer(settings, counter))

@@ -281,7 +281,7 @@ def check_tokens(settings: Settings) -> Check:
 
 
 def check_embedder(settings: Settings) -> Check:
-    from memctx.embed import make_embedder
+    from memctx.providers import make_embedder
 
     try:
         embedder = make_embedder(settings)

@@ -14,7 +14,6 @@ from typing import Iterator, Protocol, Sequence
 
 import numpy as np
 
-from memctx.config import Settings
 
 
 class Embedder(Protocol):
@@ -146,16 +145,3 @@ class OpenAIEmbedder:
         if not rows:
             return np.zeros((0, self.dimensions or 0), dtype=np.float32)
         return _normalize(np.asarray(rows, dtype=np.float32))
-
-
-def make_embedder(settings: Settings) -> Embedder:
-    """The provider registry: the embedder the settings name."""
-    if settings.embedder == "local":
-        return LocalMiniLM(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
-    if settings.embedder == "openai":
-        return OpenAIEmbedder(
-            model=settings.embedding_model or "", dimensions=settings.embedding_dimensions,
-            base_url=settings.embedding_base_url,
-            api_key=settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None,
-        )
-    raise ValueError(f"unknown embedder {settings.embedder!r}")

@@ -7,7 +7,7 @@ from uuid import UUID
 
 import dramatiq
 
-from memctx import dispatch
+from memctx.pipeline import dispatch
 from memctx.app import App
 from worker.broker import QUEUE_NAME
 

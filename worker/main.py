@@ -20,7 +20,7 @@ import dramatiq
 from memctx import metrics
 from memctx.app import open_app
 from memctx.config import Settings
-from memctx.dispatch import Dispatcher, IdleBackfill
+from memctx.pipeline.dispatch import Dispatcher, IdleBackfill
 from worker.actors import declare
 from worker.broker import make_broker
 

@@ -10,10 +10,12 @@ It never calls an LLM; it does not write anything.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Mapping, Protocol, Sequence
 from uuid import UUID
+from weakref import WeakKeyDictionary
 
 from psycopg_pool import ConnectionPool
 
@@ -278,9 +280,17 @@ def get_working_context(app: Any, conversation: UUID, query: str, token_budget: 
                                          system_prompt=system_prompt, status_quo=status_quo)
 
 
+_ASSEMBLERS: "WeakKeyDictionary[Any, ContextAssembler]" = WeakKeyDictionary()
+_ASSEMBLERS_LOCK = threading.Lock()
+
+
 def assembler_for(app: Any) -> ContextAssembler:
-    """The app's assembler (`App.context_assembler`, built once per app: it caches speaker names)."""
-    return app.context_assembler
+    """The app's one assembler, built on first use (it caches speaker names across calls)."""
+    with _ASSEMBLERS_LOCK:
+        assembler = _ASSEMBLERS.get(app)
+        if assembler is None:
+            assembler = _ASSEMBLERS[app] = build_assembler(app)
+        return assembler
 
 
 def build_assembler(app: Any) -> ContextAssembler:

@@ -22,14 +22,17 @@ from rich.table import Table
 
 from memctx import db
 from memctx.app import NotReady, open_app, prepare_database
+from memctx.assemble import get_working_context
 from memctx.cli import context, doctor, pipeline
 from memctx.cli.common import (BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, parse_uuid,
                                user_id)
 from memctx.config import Settings
-from memctx.store.ingest import IngestResult, ingest, load_file
 from memctx.migrate import EmbeddingSpaceMismatch, MigrationError
 from memctx.models import InvalidInput
+from memctx.pipeline.board import get_board
+from memctx.pipeline.catchup import catch_up, live_chain
 from memctx.store import DEFAULT_USER
+from memctx.store.ingest import IngestResult, ingest, load_file
 
 app = typer.Typer(help="memctx: Postgres-native memory and context for LLM chat.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -124,9 +127,6 @@ def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file"),
          budget: int = typer.Option(600, min=64, help="token budget of the working context")) -> None:
     """Start the database, migrate, ingest the demo conversation, summarize it, and show what
     was stored and the working context memctx builds for a new message."""
-    from memctx.assemble import get_working_context
-    from memctx.hierarchy import catch_up
-
     settings = _settings()
     applied = prepare_database(settings)
     err.print(f"database: {escape(db.database_url(settings))}  (migrations applied now: {len(applied)})",
@@ -143,8 +143,6 @@ def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file"),
 
 
 def _print_stored(memctx_app, user: UUID) -> None:
-    from memctx.hierarchy import get_board, live_chain
-
     out = Console()
     for conv in memctx_app.store.conversation_stats(user):
         table = Table(title=f"{escape(conv['title'] or conv['external_id'] or '')}  ({conv['message_count']} messages, "

@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from memctx import dispatch, hierarchy, longterm
+from memctx.pipeline import catchup, dispatch, embedding, longterm
+from memctx.pipeline.board import get_board
 from memctx.app import open_app
 from memctx.cli.common import BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, fail, parse_uuid, user_id
 from memctx.config import Settings
@@ -37,11 +38,11 @@ def register(app: typer.Typer) -> None:
         with open_app(Settings()) as memctx_app:
             conv = conversation_id(memctx_app, owner, conversation)
             try:
-                result = (hierarchy.regenerate(memctx_app, owner, conv) if regenerate
-                          else hierarchy.catch_up(memctx_app, owner, conv, force_board=True))
+                result = (catchup.regenerate(memctx_app, owner, conv) if regenerate
+                          else catchup.catch_up(memctx_app, owner, conv, force_board=True))
             except UnknownConversation as exc:
                 fail(str(exc), BAD_INPUT)
-            backfilled = hierarchy.backfill_conversation(memctx_app, conv)  # "now": every summary embedded
+            backfilled = embedding.backfill_conversation(memctx_app, conv)  # "now": every summary embedded
         print(json.dumps({**result.as_json(), "backfilled_summaries": backfilled}))
 
     @app.command("chain")
@@ -53,7 +54,7 @@ def register(app: typer.Typer) -> None:
         with open_app(Settings()) as memctx_app:
             conv = conversation_id(memctx_app, owner, conversation)
             try:
-                chain = hierarchy.live_chain(memctx_app, owner, conv)
+                chain = catchup.live_chain(memctx_app, owner, conv)
             except UnknownConversation as exc:
                 fail(str(exc), BAD_INPUT)
         if as_json:
@@ -81,7 +82,7 @@ def register(app: typer.Typer) -> None:
         """Print the conversation's summary board as JSON."""
         owner = user_id(user)
         with open_app(Settings()) as memctx_app:
-            board = hierarchy.get_board(memctx_app, owner, conversation_id(memctx_app, owner, conversation))
+            board = get_board(memctx_app, owner, conversation_id(memctx_app, owner, conversation))
         print(json.dumps(board.to_json() if board else None, ensure_ascii=False))
 
     @app.command("close")
@@ -118,7 +119,7 @@ def register(app: typer.Typer) -> None:
         owner, summary = user_id(user), parse_uuid(summary_id, "summary id")
         with open_app(Settings()) as memctx_app:
             try:
-                edited = hierarchy.edit_summary(memctx_app, owner, summary, text)
+                edited = catchup.edit_summary(memctx_app, owner, summary, text)
             except (LookupError, ValueError) as exc:  # unknown summary; empty or invalid text
                 fail(str(exc), BAD_INPUT)
         print(json.dumps({"id": str(edited.id), "tokens": edited.token_count, "edited": edited.edited}))

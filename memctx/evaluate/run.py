@@ -23,10 +23,11 @@ from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.evaluate.baselines import BASELINES, baseline_context, turn_line
 from memctx.evaluate.locomo import (CATEGORIES, CONTAINMENT_CATEGORIES, Question, contains_answer,
                                     evidence_recall, load_questions)
-from memctx.store.ingest import ingest, load_file
+from memctx.pipeline.catchup import catch_up
 from memctx.retrieve.lexical import analyze
 from memctx.sql import QUERIES
 from memctx.store import DEFAULT_USER
+from memctx.store.ingest import ingest, load_file
 
 Progress = Callable[[int], None]
 
@@ -76,16 +77,7 @@ def _pct(values: Sequence[float], q: float) -> float | None:
 
 
 def ensure_summaries(app: Any, user: UUID, conversation: UUID) -> str:
-    """HOOK for the worker issue: bring a conversation's summaries up to date as the live path
-    would (extractive). Calls `memctx.hierarchy.catch_up(app, user, conversation)` when that
-    library exists; otherwise the evaluation runs on raw turns only. Returns what happened."""
-    try:
-        from memctx import hierarchy  # type: ignore[attr-defined]
-    except ImportError:
-        return "memctx.hierarchy not available: no summaries built"
-    catch_up = getattr(hierarchy, "catch_up", None)
-    if catch_up is None:
-        return "memctx.hierarchy has no catch_up(): no summaries built"
+    """Bring a conversation's summaries up to date as the worker would (with the app's summarizer)."""
     catch_up(app, user, conversation)
     return "summaries brought up to date"
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from memctx.config import Settings
-from memctx.embed import OpenAIEmbedder, make_embedder
+from memctx.embed import OpenAIEmbedder
+from memctx.providers import make_embedder
 
 
 class _Handler(BaseHTTPRequestHandler):

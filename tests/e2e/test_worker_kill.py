@@ -19,7 +19,8 @@ from collections import Counter
 import pytest
 from psycopg.types.json import Jsonb
 
-from memctx import dispatch, hierarchy
+from memctx.pipeline import catchup, dispatch
+from memctx.pipeline.board import get_board
 from memctx.store.ingest import load_file
 from memctx.store import DEFAULT_USER
 from memctx.summarize.chain import expected_chain
@@ -64,15 +65,15 @@ def _wait_for_claimed_work(conn, timeout: float = 20.0) -> int:
 
 
 def _state(app, conversation_id):
-    chain = hierarchy.live_chain(app, USER, conversation_id)
-    board = hierarchy.get_board(app, USER, conversation_id)
+    chain = catchup.live_chain(app, USER, conversation_id)
+    board = get_board(app, USER, conversation_id)
     return [(c.kind, c.level, c.is_master, c.first_seq, c.last_seq, c.text, c.token_count) for c in chain], board
 
 
 def _done(app, conversation_id) -> bool:
     if dispatch.backlog(app).pending:
         return False
-    board = hierarchy.get_board(app, USER, conversation_id)
+    board = get_board(app, USER, conversation_id)
     want = N_MESSAGES - N_MESSAGES % app.settings.board_update_frequency
     return board is not None and board.last_seq == want
 
@@ -111,8 +112,8 @@ def test_kill_9_mid_run_gives_the_chain_of_an_uninterrupted_run(app, database_ur
     assert in_flight > 0, "no kill caught the worker with claimed work: the test proved nothing"
 
     # The pure rules' chain.
-    chain = hierarchy.live_chain(app, USER, live.id)
-    params = hierarchy.chain_params(app.settings)
+    chain = catchup.live_chain(app, USER, live.id)
+    params = catchup.chain_params(app.settings)
     assert [(c.level, c.is_master, c.first_seq, c.last_seq) for c in chain] == \
         [(e.level, e.is_master, e.first_seq, e.last_seq) for e in expected_chain(N_MESSAGES, params)]
     # Every message covered by exactly one live element; no source used by two summaries.
@@ -130,5 +131,5 @@ def test_kill_9_mid_run_gives_the_chain_of_an_uninterrupted_run(app, database_ur
     with app.pool.connection() as conn:
         for m in messages:
             _insert_one(conn, calm.id, m)
-    hierarchy.catch_up(app, USER, calm.id)
+    catchup.catch_up(app, USER, calm.id)
     assert _state(app, live.id) == _state(app, calm.id)

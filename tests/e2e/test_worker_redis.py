@@ -22,7 +22,7 @@ import pytest
 import redis
 from psycopg.types.json import Jsonb
 
-from memctx import dispatch, hierarchy
+from memctx.pipeline import catchup, dispatch
 from memctx.store.ingest import load_file
 from memctx.store import DEFAULT_USER
 from memctx.summarize.chain import expected_chain
@@ -102,7 +102,7 @@ def test_worker_on_redis_broker_summarizes_sql_inserts(app, database_url, redis_
     messages = load_file(locomo_path, "locomo")[0].messages[:N_MESSAGES]
     conv = app.store.create_conversation(USER, external_id="redis")
     want = [(e.level, e.is_master, e.first_seq, e.last_seq)
-            for e in expected_chain(N_MESSAGES, hierarchy.chain_params(app.settings))]
+            for e in expected_chain(N_MESSAGES, catchup.chain_params(app.settings))]
     log_path = tmp_path / "worker.log"
     log = open(log_path, "ab")
     worker = _start_worker(database_url, redis_url, tmp_path, log)
@@ -112,7 +112,7 @@ def test_worker_on_redis_broker_summarizes_sql_inserts(app, database_url, redis_
             for m in messages:
                 _insert(conn, conv.id, m)
         deadline = time.monotonic() + TIMEOUT_S
-        while dispatch.backlog(app).pending or _shape(hierarchy.live_chain(app, USER, conv.id)) != want:
+        while dispatch.backlog(app).pending or _shape(catchup.live_chain(app, USER, conv.id)) != want:
             assert worker.poll() is None, log_path.read_text()[-3000:]
             assert time.monotonic() < deadline, f"no summaries after {TIMEOUT_S}s:\n{log_path.read_text()[-3000:]}"
             time.sleep(0.25)

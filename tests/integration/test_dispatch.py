@@ -10,7 +10,8 @@ import dramatiq
 import pytest
 from psycopg.types.json import Jsonb
 
-from memctx import dispatch, hierarchy, longterm
+from memctx.pipeline import catchup, dispatch, longterm
+from memctx.pipeline.board import get_board
 from memctx.models import NewMessage
 from memctx.store import DEFAULT_USER
 from worker.actors import declare
@@ -52,8 +53,8 @@ def test_rows_inserted_while_no_worker_runs_become_one_job_per_conversation_at_s
     for job in jobs:
         dispatch.run_job(app, job.user_id, job.conversation_id)
     assert dispatch.backlog(app).pending == 0
-    assert [c.level for c in hierarchy.live_chain(app, USER, a.id)] == [1, 0, 0, 0, 0]
-    assert hierarchy.get_board(app, USER, a.id).last_seq == 5
+    assert [c.level for c in catchup.live_chain(app, USER, a.id)] == [1, 0, 0, 0, 0]
+    assert get_board(app, USER, a.id).last_seq == 5
 
 
 def test_an_expired_claim_is_claimed_again(app):
@@ -89,7 +90,7 @@ def test_a_failing_job_leaves_its_rows_pending_with_the_error(app):
     with app.pool.connection() as conn:
         rows = conn.execute("select processed_at, last_error from memctx.outbox").fetchall()
     assert all(r["processed_at"] is None and "model unavailable" in r["last_error"] for r in rows)
-    assert hierarchy.live_chain(app, USER, conv.id)[0].kind == "message"  # the failed step left no trace
+    assert catchup.live_chain(app, USER, conv.id)[0].kind == "message"  # the failed step left no trace
     dispatch.run_job(app, USER, conv.id)
     assert dispatch.backlog(app).pending == 0
 
@@ -126,12 +127,12 @@ def test_live_path_with_listen_notify_and_dramatiq_workers(app):
         _say(live, conv.id, *_texts(10))
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            board = hierarchy.get_board(live, USER, conv.id)
+            board = get_board(live, USER, conv.id)
             if board and board.last_seq == 10 and dispatch.backlog(live).pending == 0:
                 break
             time.sleep(0.1)
         assert board is not None and board.last_seq == 10
-        chain = hierarchy.live_chain(live, USER, conv.id)
+        chain = catchup.live_chain(live, USER, conv.id)
         assert [(c.level, c.first_seq, c.last_seq) for c in chain] == [
             (1, 1, 3), (1, 4, 6), (0, 7, 7), (0, 8, 8), (0, 9, 9), (0, 10, 10)]
         with live.pool.connection() as conn:
@@ -214,14 +215,14 @@ def test_a_summarize_request_forces_the_board_tail_through_the_worker_path(app):
     dispatcher = dispatch.Dispatcher(app, jobs.append)
     dispatcher.dispatch_pending()
     dispatch.run_job(app, jobs[0].user_id, jobs[0].conversation_id, force=jobs[0].force)
-    assert hierarchy.get_board(app, USER, conv.id).last_seq == 5  # the tail waits for 3 more messages
+    assert get_board(app, USER, conv.id).last_seq == 5  # the tail waits for 3 more messages
 
     assert dispatch.request(app, USER, conv.id, "summarize")
     jobs.clear()
     dispatcher.dispatch_pending()
     assert [(j.conversation_id, j.force) for j in jobs] == [(conv.id, True)]
     dispatch.run_job(app, USER, conv.id, force=True)
-    assert hierarchy.get_board(app, USER, conv.id).last_seq == 7
+    assert get_board(app, USER, conv.id).last_seq == 7
     assert dispatch.backlog(app).pending == 0
 
 

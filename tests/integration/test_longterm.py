@@ -6,7 +6,7 @@ import uuid
 
 from psycopg.types.json import Jsonb
 
-from memctx import longterm
+from memctx.pipeline import longterm
 from memctx.models import NewMessage
 from memctx.store import DEFAULT_USER
 

@@ -14,7 +14,8 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from memctx import hierarchy
+from memctx.pipeline import catchup
+from memctx.pipeline.board import get_board
 from memctx.models import InvalidInput, NewMessage
 from memctx.retrieve.search import search_memories
 from memctx.store import DEFAULT_USER, MessageStore
@@ -122,7 +123,7 @@ def test_an_update_of_content_keeps_derived_text_in_step_and_drops_the_stale_emb
                             "where conversation_id = %s order by seq", (conv.id,)).fetchall()
     assert rows == [{"text": "the new words", "unembedded": True, "token_count": None},  # derived: follows
                     {"text": "mine", "unembedded": True, "token_count": None}]  # the writer's text: kept
-    result = hierarchy.catch_up(app, USER, conv.id)
+    result = catchup.catch_up(app, USER, conv.id)
     assert result.embedded_messages == 2
     assert all(m.has_embedding and m.token_count for m in app.store.list_messages(USER, conv.id))
 
@@ -139,9 +140,9 @@ def test_sql_inserted_typed_messages_are_searchable_summarized_and_on_the_board(
     with app.pool.connection() as conn:
         for i, blocks in enumerate(turns):
             _sql_insert(conn, conv.id, [blocks], role="user" if i % 2 == 0 else "assistant")
-    result = hierarchy.catch_up(app, USER, conv.id, force_board=True)
+    result = catchup.catch_up(app, USER, conv.id, force_board=True)
     assert result.embedded_messages == 20 and result.summaries_written > 0 and result.board_updates > 0
-    board = hierarchy.get_board(app, USER, conv.id)
+    board = get_board(app, USER, conv.id)
     assert board is not None and "Lisbon" in board.summary + " ".join(map(str, board.key_facts))
     with app.pool.connection() as conn:
         summaries = [r["content"] for r in conn.execute(
@@ -161,7 +162,7 @@ def test_a_message_without_searchable_text_is_never_a_search_hit(app, scope):
         _sql_insert(conn, conv.id, [[{"type": "thinking", "text": "my private plan about the weather"}],
                                     [{"type": "image", "url": "https://x/y.png"}]])
     app.store.append_messages(USER, conv.id, [NewMessage.build("assistant", [{"type": "thinking", "text": "hmm"}])])
-    hierarchy.catch_up(app, USER, conv.id)
+    catchup.catch_up(app, USER, conv.id)
     with app.pool.connection() as conn:
         rows = conn.execute("select text, embedding is null as unembedded, token_count from memctx.messages "
                             "where conversation_id = %s", (conv.id,)).fetchall()
@@ -178,7 +179,7 @@ def test_a_sql_message_over_the_token_limit_is_kept_counted_and_embedded_by_its_
         MessageStore(app.pool, app.counter, app.embedder, max_message_tokens=40).prepare([NewMessage.build("user", text)])
     with app.pool.connection() as conn:
         _sql_insert(conn, conv.id, [[{"type": "text", "text": text}]])
-    assert hierarchy.catch_up(tuned, USER, conv.id).embedded_messages == 1
+    assert catchup.catch_up(tuned, USER, conv.id).embedded_messages == 1
     head, whole = app.embedder.embed([app.counter.truncate(text, 40), text])
     with app.pool.connection() as conn:
         row = conn.execute("select text, token_count, 1 - (embedding <=> %s) as head, 1 - (embedding <=> %s) as whole "

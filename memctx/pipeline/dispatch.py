@@ -9,7 +9,7 @@ which embeds that backlog while a worker process has no job. It does not know th
 leave through a `send` callable.
 
 Correctness does not rest on the queue: a job brings its conversation fully up to date from the
-database (memctx.hierarchy.catch_up), so a lost, duplicated or repeated job costs time, never
+database (memctx.catchup.catch_up), so a lost, duplicated or repeated job costs time, never
 consistency; outbox rows are marked processed only after their job finished.
 """
 
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Callable
 from uuid import UUID
 
-from memctx import db, hierarchy, longterm, metrics
+from memctx import db, metrics
+from memctx.pipeline import catchup, embedding, longterm
 from memctx.app import App
 from memctx.sql import QUERIES
 from memctx.store import UnknownConversation
@@ -48,7 +49,7 @@ class Job:
 
 @dataclass(frozen=True)
 class JobResult:
-    catch_up: hierarchy.CatchUpResult | None
+    catch_up: catchup.CatchUpResult | None
     closed: bool
     marked: int
 
@@ -93,7 +94,7 @@ def _run_job(app: App, user_id: UUID, conversation_id: UUID, close: bool, force:
     with app.pool.connection() as conn:  # the database's clock, as the claims use (workers' clocks may differ)
         started_at = conn.execute("select clock_timestamp() as t").fetchone()["t"]
     try:
-        result = hierarchy.catch_up(app, user_id, conversation_id, summarizer, force_board=force or close)
+        result = catchup.catch_up(app, user_id, conversation_id, summarizer, force_board=force or close)
         closed = False
         if close:
             longterm.close_conversation(app, user_id, conversation_id, summarizer, catch_up_first=False)
@@ -142,7 +143,7 @@ def backlog(app: App) -> Backlog:
 def backfill_batch(app: App) -> int:
     """One batch of the summary-embedding backfill; a failure is counted, never raised."""
     try:
-        return hierarchy.backfill_summary_embeddings(app)
+        return embedding.backfill_summary_embeddings(app)
     except Exception:
         metrics.FAILURES.labels(kind="backfill").inc()
         log.exception("summary embedding backfill failed")

@@ -3,7 +3,7 @@
 Owns: writing a conversation's `conversation_summaries` row (summary, key facts, entities, topics,
 open questions and action items, embedding) when it has been idle long enough or is closed, and
 the continuity note a new conversation of the same user can start from. It reads the live chain
-and the board that memctx.hierarchy keeps; it never changes them.
+and the board that memctx.pipeline.catchup keeps; it never changes them.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from memctx import hierarchy, metrics
+from memctx import metrics
 from memctx.app import App
+from memctx.pipeline.board import get_board
+from memctx.pipeline.catchup import catch_up, chain_params, live_chain
 from memctx.sql import QUERIES
 from memctx.summarize.types import Summarizer
 
@@ -77,12 +79,12 @@ def close_conversation(app: App, user_id: UUID, conversation_id: UUID, summarize
     to date first. `explicit` also marks the conversation closed (an idle one is only summarized:
     the user may come back to it, and the next idle period rewrites the summary).
     """
-    summarizer = summarizer or hierarchy.make_summarizer(app.settings, app.counter)
+    summarizer = summarizer or app.summarizer
     if catch_up_first:
-        hierarchy.catch_up(app, user_id, conversation_id, summarizer, force_board=True)
-    chain = hierarchy.live_chain(app, user_id, conversation_id)
-    board = hierarchy.get_board(app, user_id, conversation_id)
-    params = hierarchy.chain_params(app.settings)
+        catch_up(app, user_id, conversation_id, summarizer, force_board=True)
+    chain = live_chain(app, user_id, conversation_id)
+    board = get_board(app, user_id, conversation_id)
+    params = chain_params(app.settings)
     if chain:
         draft = summarizer.summarize([c.source() for c in chain], level=params.master_level, is_master=True,
                                      max_tokens=app.settings.board_length)

@@ -9,9 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 from psycopg.types.json import Jsonb
 
-from memctx import hierarchy
-from memctx.store.ingest import load_file
+from memctx import providers
+from memctx.pipeline import catchup, embedding
+from memctx.pipeline.board import get_board
 from memctx.store import DEFAULT_USER, UnknownConversation
+from memctx.store.ingest import load_file
 from memctx.summarize.chain import expected_chain
 
 USER = DEFAULT_USER
@@ -36,13 +38,13 @@ def _shape(chain):
 
 def _expected_shape(n, app):
     return [(e.level, e.is_master, e.first_seq, e.last_seq)
-            for e in expected_chain(n, hierarchy.chain_params(app.settings))]
+            for e in expected_chain(n, catchup.chain_params(app.settings))]
 
 
 def _full_state(app, conversation_id):
     """Everything a user sees of the chain and board (ids excluded)."""
-    chain = hierarchy.live_chain(app, USER, conversation_id)
-    board = hierarchy.get_board(app, USER, conversation_id)
+    chain = catchup.live_chain(app, USER, conversation_id)
+    board = get_board(app, USER, conversation_id)
     return [(c.kind, c.level, c.is_master, c.first_seq, c.last_seq, c.text, c.token_count) for c in chain], board
 
 
@@ -51,10 +53,10 @@ def test_catch_up_builds_the_expected_chain_with_sources_ranges_tokens_embedding
     conv = app.store.create_conversation(USER, title="chain")
     _sql_insert(app, conv.id, messages)
 
-    result = hierarchy.catch_up(app, USER, conv.id)
+    result = catchup.catch_up(app, USER, conv.id)
 
     assert result.embedded_messages == 100
-    chain = hierarchy.live_chain(app, USER, conv.id)
+    chain = catchup.live_chain(app, USER, conv.id)
     assert _shape(chain) == _expected_shape(100, app)
     assert result.summaries_written > 0 and result.board_updates == 20
     with app.pool.connection() as conn:
@@ -82,8 +84,8 @@ def test_catch_up_builds_the_expected_chain_with_sources_ranges_tokens_embedding
 def test_every_message_is_covered_by_exactly_one_live_element(app, locomo_path):
     conv = app.store.create_conversation(USER)
     _sql_insert(app, conv.id, _locomo(locomo_path)[:250])
-    hierarchy.catch_up(app, USER, conv.id)
-    chain = hierarchy.live_chain(app, USER, conv.id)
+    catchup.catch_up(app, USER, conv.id)
+    chain = catchup.live_chain(app, USER, conv.id)
     covered = [seq for c in chain for seq in range(c.first_seq, c.last_seq + 1)]
     assert sorted(covered) == list(range(1, 251))
     assert chain[0].is_master and sum(c.is_master for c in chain) == 1
@@ -92,9 +94,9 @@ def test_every_message_is_covered_by_exactly_one_live_element(app, locomo_path):
 def test_catch_up_is_idempotent_and_a_second_run_writes_nothing(app, locomo_path):
     conv = app.store.create_conversation(USER)
     _sql_insert(app, conv.id, _locomo(locomo_path)[:40])
-    hierarchy.catch_up(app, USER, conv.id)
+    catchup.catch_up(app, USER, conv.id)
     before = _full_state(app, conv.id)
-    again = hierarchy.catch_up(app, USER, conv.id)
+    again = catchup.catch_up(app, USER, conv.id)
     assert again.summaries_written == 0 and again.board_updates == 0 and again.embedded_messages == 0
     assert _full_state(app, conv.id) == before
 
@@ -116,11 +118,11 @@ def test_any_arrival_pattern_gives_the_chain_of_one_message_at_a_time(app, locom
     for size in batches:
         _sql_insert(tuned, batched.id, messages[start:start + size])
         start += size
-        hierarchy.catch_up(tuned, USER, batched.id)
+        catchup.catch_up(tuned, USER, batched.id)
     _sql_insert(tuned, at_once.id, messages)
-    hierarchy.catch_up(tuned, USER, at_once.id)
+    catchup.catch_up(tuned, USER, at_once.id)
 
-    assert _shape(hierarchy.live_chain(tuned, USER, batched.id)) == _expected_shape(len(messages), tuned)
+    assert _shape(catchup.live_chain(tuned, USER, batched.id)) == _expected_shape(len(messages), tuned)
     # Same content too: the steps are deterministic given their sources.
     assert _full_state(tuned, batched.id) == _full_state(tuned, at_once.id)
 
@@ -133,33 +135,33 @@ def test_board_updates_every_update_frequency_messages_and_keeps_constraints(app
              "Can you remind me to call the dentist on Friday?", "Sure, I noted it.", "What time is it in Lyon?"]
     msgs = [NewMessage.build("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts)]
     _sql_insert(app, conv.id, msgs)
-    result = hierarchy.catch_up(app, USER, conv.id)
+    result = catchup.catch_up(app, USER, conv.id)
     assert result.board_updates == 1
-    board = hierarchy.get_board(app, USER, conv.id)
+    board = get_board(app, USER, conv.id)
     assert board.last_seq == 5 and board.message_count == 5
     assert any("French" in c for c in board.constraints)
-    forced = hierarchy.catch_up(app, USER, conv.id, force_board=True)
+    forced = catchup.catch_up(app, USER, conv.id, force_board=True)
     assert forced.board_updates == 1
-    board = hierarchy.get_board(app, USER, conv.id)
+    board = get_board(app, USER, conv.id)
     assert board.last_seq == 7 and any("French" in c for c in board.constraints)
 
 
 def test_edit_keeps_text_until_forced_regeneration(app, locomo_path):
     conv = app.store.create_conversation(USER)
     _sql_insert(app, conv.id, _locomo(locomo_path)[:12])
-    hierarchy.catch_up(app, USER, conv.id)
-    target = next(c for c in hierarchy.live_chain(app, USER, conv.id) if c.kind == "summary")
-    edited = hierarchy.edit_summary(app, USER, target.id, "Caroline prefers to be called Caro.")
+    catchup.catch_up(app, USER, conv.id)
+    target = next(c for c in catchup.live_chain(app, USER, conv.id) if c.kind == "summary")
+    edited = catchup.edit_summary(app, USER, target.id, "Caroline prefers to be called Caro.")
     assert edited.edited and edited.token_count == app.counter.count("Caroline prefers to be called Caro.")
-    hierarchy.catch_up(app, USER, conv.id)
-    assert any(c.text == "Caroline prefers to be called Caro." for c in hierarchy.live_chain(app, USER, conv.id))
+    catchup.catch_up(app, USER, conv.id)
+    assert any(c.text == "Caroline prefers to be called Caro." for c in catchup.live_chain(app, USER, conv.id))
     with app.pool.connection() as conn:
         row = conn.execute("select edited, embedding is not null as e from memctx.summaries where id = %s",
                            (target.id,)).fetchone()
     assert row["edited"] and row["e"]
 
-    hierarchy.regenerate(app, USER, conv.id)
-    chain = hierarchy.live_chain(app, USER, conv.id)
+    catchup.regenerate(app, USER, conv.id)
+    chain = catchup.live_chain(app, USER, conv.id)
     assert all(c.text != "Caroline prefers to be called Caro." for c in chain)
     assert _shape(chain) == _expected_shape(12, app)
 
@@ -168,9 +170,9 @@ def test_another_users_conversation_is_unknown(app):
     conv = app.store.create_conversation(USER)
     import uuid
     with pytest.raises(UnknownConversation):
-        hierarchy.catch_up(app, uuid.uuid4(), conv.id)
+        catchup.catch_up(app, uuid.uuid4(), conv.id)
     with pytest.raises(LookupError):
-        hierarchy.edit_summary(app, uuid.uuid4(), uuid.uuid4(), "x")
+        catchup.edit_summary(app, uuid.uuid4(), uuid.uuid4(), "x")
 
 
 def test_llm_outage_falls_back_to_extractive_and_is_counted(app):
@@ -188,11 +190,11 @@ def test_llm_outage_falls_back_to_extractive_and_is_counted(app):
     settings = app.settings.model_copy(update={"summarizer": "llm", "llm_base_url": f"http://127.0.0.1:{port}/v1",
                                                "llm_api_key": SecretStr("test"), "llm_max_retries": 0, "llm_timeout_s": 2})
     tuned = dataclasses.replace(app, settings=settings)
-    summarizer = hierarchy.make_summarizer(settings, app.counter)
+    summarizer = providers.make_summarizer(settings, app.counter)
     before = sum(s.value for m in metrics.FAILURES.collect() for s in m.samples if s.name.endswith("_total"))
     conv = app.store.create_conversation(USER)
     _sql_insert(app, conv.id, [NewMessage.build("user", f"Message {i} about the Lisbon trip in May.") for i in range(6)])
-    result = hierarchy.catch_up(tuned, USER, conv.id, summarizer)
+    result = catchup.catch_up(tuned, USER, conv.id, summarizer)
     after = sum(s.value for m in metrics.FAILURES.collect() for s in m.samples if s.name.endswith("_total"))
     assert result.summaries_written == 1 and result.board_updates == 1
     assert after > before
@@ -210,7 +212,7 @@ def test_concurrent_catch_ups_of_one_conversation_do_the_work_once(app, locomo_p
 
     def run():
         try:
-            results.append(hierarchy.catch_up(app, USER, conv.id))
+            results.append(catchup.catch_up(app, USER, conv.id))
         except Exception as exc:  # noqa: BLE001 - surfaced below
             errors.append(exc)
 
@@ -222,12 +224,12 @@ def test_concurrent_catch_ups_of_one_conversation_do_the_work_once(app, locomo_p
     assert not errors
     assert sum(r.embedded_messages for r in results) == 60
     assert sum(r.summaries_written for r in results) == len([a for a in _actions(60, app)])
-    assert _shape(hierarchy.live_chain(app, USER, conv.id)) == _expected_shape(60, app)
+    assert _shape(catchup.live_chain(app, USER, conv.id)) == _expected_shape(60, app)
 
 
 def _actions(n, app):
     from memctx.summarize.chain import simulate
-    return simulate(n, hierarchy.chain_params(app.settings)).actions
+    return simulate(n, catchup.chain_params(app.settings)).actions
 
 
 def _summary_rows(app, conversation_id):
@@ -241,7 +243,7 @@ def test_catch_up_embeds_the_live_summaries_and_the_backfill_the_superseded_ones
 
     conv = app.store.create_conversation(USER)
     _sql_insert(app, conv.id, _locomo(locomo_path)[:120])
-    result = hierarchy.catch_up(app, USER, conv.id)
+    result = catchup.catch_up(app, USER, conv.id)
     rows = _summary_rows(app, conv.id)
     live = [r for r in rows if r["superseded_at"] is None]
     superseded = [r for r in rows if r["superseded_at"] is not None]
@@ -250,21 +252,21 @@ def test_catch_up_embeds_the_live_summaries_and_the_backfill_the_superseded_ones
     assert result.embedded_summaries == len(live)
 
     before = metrics.SUMMARIES_BACKFILLED._value.get()
-    done = hierarchy.backfill_conversation(app, conv.id)
+    done = embedding.backfill_conversation(app, conv.id)
     rows = _summary_rows(app, conv.id)
     assert done == len(superseded)
     assert all(r["embedded"] and r["token_count"] for r in rows)
     assert metrics.SUMMARIES_BACKFILLED._value.get() - before == done
-    assert hierarchy.backfill_summary_embeddings(app) == 0  # nothing left anywhere
+    assert embedding.backfill_summary_embeddings(app) == 0  # nothing left anywhere
 
 
 def test_eager_setting_embeds_every_summary_in_the_catch_up(app, locomo_path):
     eager = dataclasses.replace(app, settings=app.settings.model_copy(update={"summary_embeddings": "all"}))
     conv = eager.store.create_conversation(USER)
     _sql_insert(eager, conv.id, _locomo(locomo_path)[:60])
-    hierarchy.catch_up(eager, USER, conv.id)
+    catchup.catch_up(eager, USER, conv.id)
     assert all(r["embedded"] for r in _summary_rows(eager, conv.id))
-    assert hierarchy.backfill_summary_embeddings(eager) == 0
+    assert embedding.backfill_summary_embeddings(eager) == 0
 
 
 def test_concurrent_backfills_never_embed_the_same_summary_twice(app, locomo_path):
@@ -283,7 +285,7 @@ def test_concurrent_backfills_never_embed_the_same_summary_twice(app, locomo_pat
     convs = [slow.store.create_conversation(USER) for _ in range(2)]
     for i, conv in enumerate(convs):
         _sql_insert(slow, conv.id, _locomo(locomo_path, i)[:80])
-        hierarchy.catch_up(slow, USER, conv.id)
+        catchup.catch_up(slow, USER, conv.id)
     pending = sum(not r["embedded"] for conv in convs for r in _summary_rows(slow, conv.id))
     assert pending > 8
     done, errors = [], []
@@ -292,7 +294,7 @@ def test_concurrent_backfills_never_embed_the_same_summary_twice(app, locomo_pat
         try:
             idle = 0
             while idle < 3:  # a 0 may mean "the other one holds every candidate": look again
-                n = hierarchy.backfill_summary_embeddings(slow)
+                n = embedding.backfill_summary_embeddings(slow)
                 done.append(n)
                 idle = idle + 1 if n == 0 else 0
                 time.sleep(0.01 if n else 0.1)

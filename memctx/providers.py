@@ -1,0 +1,46 @@
+"""The provider registry: the embedder and the summarizer the settings name, built once per App.
+
+Owns: choosing and configuring providers. The providers themselves live with their kind
+(`memctx.embed`, `memctx.summarize`); the openai client is only imported when one is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memctx import metrics
+from memctx.config import Settings
+from memctx.embed import Embedder, LocalMiniLM, OpenAIEmbedder
+from memctx.summarize.types import Summarizer
+from memctx.tokens import TokenCounter
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """The provider registry: the embedder the settings name."""
+    if settings.embedder == "local":
+        return LocalMiniLM(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+    if settings.embedder == "openai":
+        return OpenAIEmbedder(
+            model=settings.embedding_model or "", dimensions=settings.embedding_dimensions,
+            base_url=settings.embedding_base_url,
+            api_key=settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None,
+        )
+    raise ValueError(f"unknown embedder {settings.embedder!r}")
+
+
+def make_summarizer(settings: Settings, counter: TokenCounter) -> Summarizer:
+    """The configured summarizer: extractive (default) or the LLM one, which falls back to it."""
+    from memctx.summarize.extractive import ExtractiveSummarizer
+
+    extractive = ExtractiveSummarizer(counter)
+    if settings.summarizer == "extractive":
+        return extractive
+    from memctx.summarize.llm import LLMSummarizer  # the openai client is only imported when used
+
+    def on_failure(kind: str, *_: Any) -> None:
+        metrics.FAILURES.labels(kind=f"llm_{kind}").inc()
+
+    return LLMSummarizer(base_url=settings.llm_base_url or "https://api.openai.com/v1", model=settings.llm_model,
+                         api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
+                         timeout=settings.llm_timeout_s, max_retries=settings.llm_max_retries,
+                         fallback=extractive, counter=counter, on_failure=on_failure)
