@@ -91,6 +91,61 @@ def test_every_message_is_covered_by_exactly_one_live_element(app, locomo_path):
     assert chain[0].is_master and sum(c.is_master for c in chain) == 1
 
 
+def _summaries_and_what_they_cover(app, conversation_id):
+    """Every summary (live and superseded) with its own tokens, its direct sources' tokens and the
+    raw turns' tokens of its seq range."""
+    with app.pool.connection() as conn:
+        return conn.execute("""
+            select s.id, s.level, s.is_master, s.token_count, s.content,
+                   (select coalesce(sum(m.token_count), 0) from memctx.messages m where m.id = any(s.source_ids))
+                 + (select coalesce(sum(x.token_count), 0) from memctx.summaries x where x.id = any(s.source_ids))
+                   as source_tokens,
+                   (select sum(m.token_count) from memctx.messages m
+                     where m.conversation_id = s.conversation_id and m.seq between s.first_seq and s.last_seq)
+                   as covered_tokens
+              from memctx.summaries s where s.conversation_id = %s""", (conversation_id,)).fetchall()
+
+
+def test_no_summary_is_longer_than_what_it_summarizes(app, locomo_path):
+    conv = app.store.create_conversation(USER)
+    _sql_insert(app, conv.id, _locomo(locomo_path)[:250])
+    catchup.catch_up(app, USER, conv.id)
+    rows = _summaries_and_what_they_cover(app, conv.id)
+    assert len(rows) > 20
+    for r in rows:
+        assert r["token_count"] == app.counter.count(r["content"])
+        assert r["token_count"] <= r["covered_tokens"] // 2, r
+        if not r["is_master"]:  # a master also folds its previous text, which is not a source row
+            assert r["token_count"] <= r["source_tokens"] // 2, r
+
+
+class Verbose:
+    """A summarizer (an LLM, say) that writes far more than it was asked for."""
+
+    name = "verbose"
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def summarize(self, sources, *, level, is_master, max_tokens, previous=None):
+        from memctx.summarize.types import SummaryDraft
+
+        text = " ".join(s.text for s in sources) * 3
+        return SummaryDraft(content=text, token_count=len(text), summarizer=self.name)
+
+    def update_board(self, board, new_messages, *, max_tokens):
+        return self.inner.update_board(board, new_messages, max_tokens=max_tokens)
+
+
+def test_a_summarizer_that_overshoots_is_cut_to_under_its_sources(app, locomo_path):
+    conv = app.store.create_conversation(USER)
+    _sql_insert(app, conv.id, _locomo(locomo_path)[:60])
+    catchup.catch_up(app, USER, conv.id, Verbose(providers.make_summarizer(app.settings, app.counter)))
+    rows = _summaries_and_what_they_cover(app, conv.id)
+    assert rows and all(r["token_count"] <= r["covered_tokens"] // 2 for r in rows)
+    assert all(r["token_count"] == app.counter.count(r["content"]) for r in rows)
+
+
 def test_catch_up_is_idempotent_and_a_second_run_writes_nothing(app, locomo_path):
     conv = app.store.create_conversation(USER)
     _sql_insert(app, conv.id, _locomo(locomo_path)[:40])
