@@ -124,7 +124,7 @@ DEMO_QUESTION = "What should I keep in mind when booking Tomás's birthday dinne
 @app.command()
 def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file"),
          question: str = typer.Option(DEMO_QUESTION, help="the new message to build a context for"),
-         budget: int = typer.Option(600, min=64, help="token budget of the working context")) -> None:
+         budget: int = typer.Option(1000, min=64, help="token budget of the working context")) -> None:
     """Start the database, migrate, ingest the demo conversation, summarize it, and show what
     was stored and the working context memctx builds for a new message."""
     settings = _settings()

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import psycopg
-import pytest
 from psycopg import sql
 from psycopg.rows import dict_row
 
@@ -45,6 +44,10 @@ def test_demo_ingests_the_shipped_conversation_once(database_url):
     assert "Planning a week in Lisbon" in first.stdout and "embedded" in first.stdout
     assert "summary L1" in first.stdout  # the worker's catch-up ran
     assert "working context" in first.stdout and "lt-18" in first.stdout  # the birthday turn is in context
+    # The context uses the summaries and the board, not memories alone (shares are targets, not walls).
+    origins = {tuple(cell.strip() for cell in line.split("│")[1:3]) for line in first.stdout.splitlines()
+               if line.startswith("│")}
+    assert {("current", "summary"), ("current", "board")} <= origins
     again = memctx("demo", env=env)
     assert all(json.loads(line)["messages"] == 0 for line in again.stdout.splitlines() if line.startswith("{"))
 
