@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Sequence
 
 from memctx.retrieve.types import Fragment, Memory
+from memctx.summarize.text import format_day
 
 MEMORY_HEADER = "Relevant memories from earlier in the conversation (most relevant last):"
 EXTERNAL_HEADER = "External search results:"
@@ -17,7 +18,7 @@ SUMMARY_HEADER = "Conversation summary:"
 
 
 def format_date(moment: datetime | None) -> str:
-    return f"{moment.day} {moment:%B %Y}" if moment else ""
+    return format_day(moment) if moment else ""
 
 
 def fragment_line(fragment: Fragment, *, dated: bool) -> str:
