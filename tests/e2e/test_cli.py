@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import dict_row
+
+from support import row_counts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,13 +83,6 @@ def test_unmigrated_database_says_what_to_do(admin_url):
             conn.execute(f'drop database "{name}" with (force)')
 
 
-def row_counts(conn) -> dict[str, int]:
-    """Rows in every table of the memctx schema."""
-    tables = [r["relname"] for r in conn.execute(
-        "select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace "
-        "where n.nspname = 'memctx' and c.relkind in ('r', 'p') order by 1")]
-    return {t: conn.execute(sql.SQL("select count(*) as n from memctx.{}").format(sql.Identifier(t))).fetchone()["n"]
-            for t in tables}
 
 
 def test_a_duplicate_id_in_the_last_conversation_stores_nothing_at_all(database_url, tmp_path):

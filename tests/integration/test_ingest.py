@@ -9,8 +9,9 @@ import uuid
 import psycopg
 import pytest
 
-from memctx.store.ingest import ingest, load_file, parse_jsonl
 from memctx.models import InvalidInput
+from memctx.store.ingest import ingest, load_file, parse_jsonl
+from support import row_counts
 
 
 def test_a_locomo_file_is_stored_completely_and_once(app, locomo_path):
@@ -43,15 +44,6 @@ def test_oversize_message_anywhere_in_the_file_stores_nothing(app):
     assert app.store.list_conversations(user) == []
 
 
-def row_counts(conn) -> dict[str, int]:
-    """Rows in every table of the memctx schema."""
-    from psycopg import sql
-
-    tables = [r["relname"] for r in conn.execute(
-        "select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace "
-        "where n.nspname = 'memctx' and c.relkind in ('r', 'p') order by 1")]
-    return {t: conn.execute(sql.SQL("select count(*) as n from memctx.{}").format(sql.Identifier(t))).fetchone()["n"]
-            for t in tables}
 
 
 GOOD = [{"conversation": "a", "role": "user", "content": "Book a table for four.", "id": "a1"},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 
 import psycopg
@@ -10,6 +9,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from memctx.models import NewMessage
+from support import as_user
 
 TABLES = ("conversations", "messages", "summaries", "summary_boards", "working_memory_chunks",
           "conversation_summaries", "outbox")
@@ -34,17 +34,10 @@ def two_users(app):
     return a, b, _seed(app, a), _seed(app, b)
 
 
-def _as_user(database_url, user):
-    conn = psycopg.connect(database_url, row_factory=dict_row, options="-c search_path=memctx,public")
-    conn.execute("select set_config('request.jwt.claims', %s, false)", (json.dumps({"sub": str(user), "role": "authenticated"}),))
-    conn.execute("set role authenticated")
-    conn.commit()  # session settings survive the rollbacks the tests do
-    return conn
-
 
 def test_each_user_sees_only_their_rows(database_url, two_users):
     a, b, conv_a, conv_b = two_users
-    with _as_user(database_url, b) as conn:
+    with as_user(database_url, b) as conn:
         for table in TABLES:
             rows = conn.execute(f"select user_id from memctx.{table}").fetchall()
             assert rows, f"B should see their own {table}"
@@ -54,7 +47,7 @@ def test_each_user_sees_only_their_rows(database_url, two_users):
 
 def test_a_user_cannot_write_as_another(database_url, two_users):
     a, b, conv_a, conv_b = two_users
-    with _as_user(database_url, b) as conn:
+    with as_user(database_url, b) as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("insert into memctx.conversations (user_id) values (%s)", (a,))
         conn.rollback()
@@ -76,7 +69,7 @@ def test_a_user_cannot_write_as_another(database_url, two_users):
 
 def test_a_user_can_write_their_own_rows_through_sql(database_url, two_users):
     a, b, conv_a, conv_b = two_users
-    with _as_user(database_url, b) as conn:
+    with as_user(database_url, b) as conn:
         row = conn.execute("insert into memctx.messages (conversation_id, role, text) values (%s, 'user', 'hello') returning seq, user_id",
                            (conv_b.id,)).fetchone()
         assert row == {"seq": 3, "user_id": b}

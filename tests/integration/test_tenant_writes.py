@@ -8,7 +8,6 @@ error would be an oracle that tells the caller which ids exist.
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 
@@ -17,6 +16,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from memctx.models import NewMessage
+from support import as_user
 
 TABLES = ("conversations", "messages", "summaries", "summary_boards", "working_memory_chunks",
           "conversation_summaries", "outbox")
@@ -46,13 +46,6 @@ def tenants(app):
     a, b = uuid.uuid4(), uuid.uuid4()
     return a, b, _seed(app, a), _seed(app, b)
 
-
-def _as_user(database_url, user):
-    conn = psycopg.connect(database_url, row_factory=dict_row, options="-c search_path=memctx,public")
-    conn.execute("select set_config('request.jwt.claims', %s, false)", (json.dumps({"sub": str(user), "role": "authenticated"}),))
-    conn.execute("set role authenticated")
-    conn.commit()
-    return conn
 
 
 def _fingerprint(database_url) -> dict[str, str]:
@@ -154,7 +147,7 @@ def test_another_tenants_ids_fail_exactly_like_unknown_ids_and_write_nothing(app
         free_outbox_id = conn.execute("select max(id) + 1000 as n from memctx.outbox").fetchone()["n"]
     foreign, unknown = _probes(rows_a, free_outbox_id)
     own = {"me": b, **{f"own_{t}": v for t, v in rows_b.items()}}
-    with _as_user(database_url, b) as conn:
+    with as_user(database_url, b) as conn:
         for template in WRITES[table]:
             key = re.search(r"\{(probe\w*)\}", template).group(1)
             theirs = _outcome(conn, template.format(**own, **foreign), str(foreign[key]))
@@ -166,7 +159,7 @@ def test_another_tenants_ids_fail_exactly_like_unknown_ids_and_write_nothing(app
 
 def test_forged_outbox_rows_cannot_reach_another_tenants_conversation(app, database_url, tenants):
     a, b, rows_a, rows_b = tenants
-    with _as_user(database_url, b) as conn:
+    with as_user(database_url, b) as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
             conn.execute("insert into memctx.outbox (user_id, conversation_id, kind) values (%s, %s, 'summarize')",
                          (b, rows_a["conversation"]))
@@ -179,7 +172,7 @@ def test_forged_outbox_rows_cannot_reach_another_tenants_conversation(app, datab
 def test_a_tenant_still_writes_every_table_of_its_own_conversation(app, database_url, tenants):
     a, b, rows_a, rows_b = tenants
     conv = rows_b["conversation"]
-    with _as_user(database_url, b) as conn:
+    with as_user(database_url, b) as conn:
         new_conv = conn.execute("insert into memctx.conversations (user_id, title) values (%s, 't') returning id",
                                 (b,)).fetchone()["id"]
         msg = conn.execute("insert into memctx.messages (conversation_id, role, content) values (%s, 'user', "
