@@ -16,7 +16,7 @@ from memctx.tokens import TokenCounter
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    """The provider registry: the embedder the settings name."""
+    """The embedder the settings name: local (int8 MiniLM) or any OpenAI-compatible endpoint."""
     if settings.embedder == "local":
         return LocalMiniLM(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
     if settings.embedder == "openai":

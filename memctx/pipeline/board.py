@@ -33,8 +33,6 @@ def board_from_row(row: Mapping[str, Any]) -> Board:
         "counts": row.get("counts") or {}})
 
 
-# The board -------------------------------------------------------------------------------------
-
 def board_step(app: App, user_id: UUID, conversation_id: UUID, summarizer: Summarizer, *, force: bool = False) -> bool:
     """Fold the next `update_frequency` new messages into the board (fewer when forced)."""
     settings = app.settings
