@@ -22,6 +22,7 @@ from memctx.embed import Embedder
 from memctx.retrieve.fusion import FusionWeights, rrf
 from memctx.retrieve.lexical import QueryAnalysis, analyze
 from memctx.retrieve.rerank import NoRerank, Reranker
+from memctx.retrieve.signals import SIGNALS, ranks_of
 from memctx.retrieve.types import Fragment, Memory, Provenance
 from memctx.sql import QUERIES
 
@@ -47,8 +48,7 @@ class SearchOptions:
     def from_settings(cls, settings: Any) -> "SearchOptions":
         return cls(
             limit=settings.search_limit, threshold=settings.search_threshold,
-            weights=FusionWeights(dense=settings.search_weight_dense, lexical=settings.search_weight_lexical,
-                                  recency=settings.search_weight_recency, k=settings.search_rrf_k),
+            weights=FusionWeights.of(k=settings.search_rrf_k, **{s.name: getattr(settings, s.setting) for s in SIGNALS}),
             k_dense=settings.search_candidates, k_lexical=settings.search_candidates,
             k_recent=settings.search_recent_candidates, neighbours=settings.search_neighbours,
             speaker_boost=settings.search_speaker_boost, smooth=settings.search_dense_smoothing)
@@ -111,10 +111,6 @@ class MemorySearch:
         return self._speakers[key]
 
 
-def _ranks(row: Mapping[str, Any]) -> dict[str, int | None]:
-    return {"dense": row["dense_rank"], "lexical": row["lexical_rank"], "recency": row["recent_rank"]}
-
-
 def score_hit(row: Mapping[str, Any], analysis: QueryAnalysis, opts: SearchOptions, threshold: float) -> float | None:
     """The fused score of a candidate, or None when it falls under the similarity threshold.
 
@@ -124,7 +120,7 @@ def score_hit(row: Mapping[str, Any], analysis: QueryAnalysis, opts: SearchOptio
     similarity = row["similarity"]
     if row["lexical_rank"] is None and (similarity is None or similarity < threshold):
         return None
-    score = rrf(_ranks(row), opts.weights)
+    score = rrf(ranks_of(row), opts.weights)
     if opts.speaker_boost and row.get("speaker") in analysis.speakers:
         score *= 1 + opts.speaker_boost
     return score
@@ -154,9 +150,7 @@ def build_memories(rows: Sequence[Mapping[str, Any]], analysis: QueryAnalysis, o
         else:
             fragments = (_summary_fragment(row),)
             first, last = row["first_seq"], row["last_seq"]
-        provenance = Provenance(dense_rank=row["dense_rank"], lexical_rank=row["lexical_rank"],
-                                recent_rank=row.get("recent_rank"),
-                                speaker_match=row.get("speaker") in analysis.speakers,
+        provenance = Provenance(ranks=ranks_of(row), speaker_match=row.get("speaker") in analysis.speakers,
                                 first_seq=first, last_seq=last)
         memories.append(Memory(kind=row["kind"], id=row["id"], conversation_id=row["conversation_id"],
                                fragments=fragments, score=score,

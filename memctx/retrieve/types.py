@@ -11,6 +11,8 @@ from datetime import datetime
 from typing import Any, Literal, Mapping
 from uuid import UUID
 
+from memctx.retrieve.signals import SIGNALS
+
 MemoryKind = Literal["message", "summary", "conversation_summary"]
 
 
@@ -42,22 +44,19 @@ class Fragment:
 
 @dataclass(frozen=True)
 class Provenance:
-    """Why a memory was returned: its rank in each candidate list (None = not in that list)."""
+    """Why a memory was returned: its rank in each signal's candidate list (None = not in it)."""
 
-    dense_rank: int | None = None
-    lexical_rank: int | None = None
-    recent_rank: int | None = None
+    ranks: Mapping[str, int | None] = field(default_factory=dict)
     speaker_match: bool = False
     first_seq: int | None = None
     last_seq: int | None = None
 
     @property
     def matched_by(self) -> list[str]:
-        names = (("dense", self.dense_rank), ("lexical", self.lexical_rank), ("recency", self.recent_rank))
-        return [name for name, rank in names if rank is not None]
+        return [s.name for s in SIGNALS if self.ranks.get(s.name) is not None]
 
     def as_json(self) -> dict[str, Any]:
-        return {"dense_rank": self.dense_rank, "lexical_rank": self.lexical_rank, "recent_rank": self.recent_rank,
+        return {**{s.rank_column: self.ranks.get(s.name) for s in SIGNALS},
                 "speaker_match": self.speaker_match, "matched_by": self.matched_by,
                 "first_seq": self.first_seq, "last_seq": self.last_seq}
 

@@ -70,7 +70,7 @@ def test_threshold_drops_weak_dense_only_hits_but_keeps_lexical_ones(app):
     user = uuid.uuid4()
     conv = _store(app, user)
     strict = search_memories(app, user, "Dolomites", conv.id, limit=10, threshold=0.99)
-    assert strict and all(m.provenance.lexical_rank is not None for m in strict)
+    assert strict and all(m.provenance.ranks["lexical"] is not None for m in strict)
     assert any("Dolomites" in m.text for m in strict)
 
 

@@ -2,12 +2,16 @@
 
 import pytest
 
+from memctx.config import Settings
 from memctx.retrieve.fusion import FusionWeights, fuse, rrf
 from memctx.retrieve.lexical import analyze
+from memctx.retrieve.search import SearchOptions
+from memctx.retrieve.signals import SIGNALS, ranks_of
+from memctx.retrieve.types import Provenance
 
 
 def test_rrf_sums_weighted_reciprocal_ranks():
-    w = FusionWeights(dense=0.5, lexical=0.3, recency=0.2, k=60)
+    w = FusionWeights.of(dense=0.5, lexical=0.3, recency=0.2, k=60)
     assert rrf({"dense": 1, "lexical": None, "recency": None}, w) == pytest.approx(0.5 / 61)
     assert rrf({"dense": 1, "lexical": 2, "recency": 3}, w) == pytest.approx(0.5 / 61 + 0.3 / 62 + 0.2 / 63)
 
@@ -21,13 +25,29 @@ def test_fuse_prefers_items_found_by_several_lists():
 
 
 def test_zero_weight_silences_a_list():
-    w = FusionWeights(dense=1, lexical=1, recency=0)
+    w = FusionWeights.of(dense=1, lexical=1, recency=0)
     assert rrf({"dense": None, "lexical": None, "recency": 1}, w) == 0
 
 
 def test_negative_weights_are_refused():
     with pytest.raises(ValueError):
-        FusionWeights(dense=-1)
+        FusionWeights.of(dense=-1)
+
+
+def test_an_unknown_signal_is_refused():
+    with pytest.raises(ValueError, match="unknown retrieval signal"):
+        FusionWeights.of(recency=0.1, clicks=0.5)
+
+
+def test_one_signal_list_drives_settings_ranks_and_provenance():
+    assert all(s.setting in Settings.model_fields for s in SIGNALS)  # each signal has its weight setting
+    weights = SearchOptions.from_settings(Settings()).weights.by_signal
+    assert weights == {s.name: getattr(Settings(), s.setting) for s in SIGNALS}
+    row = {"dense_rank": 2, "lexical_rank": None, "recent_rank": 5}
+    provenance = Provenance(ranks=ranks_of(row), first_seq=3, last_seq=4)
+    assert provenance.matched_by == ["dense", "recency"]
+    assert provenance.as_json() == {"dense_rank": 2, "lexical_rank": None, "recent_rank": 5, "speaker_match": False,
+                                    "matched_by": ["dense", "recency"], "first_seq": 3, "last_seq": 4}
 
 
 def test_analysis_drops_filler_and_turns_speaker_names_into_a_signal():
