@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterator, Literal, Mapping
 from uuid import UUID
@@ -28,7 +28,8 @@ from memctx.pipeline.embedding import embed_messages, embed_summaries
 from memctx.sql import QUERIES
 from memctx.store import UnknownConversation
 from memctx.summarize.chain import Action, ChainElement, ChainParams, plan_next
-from memctx.summarize.types import SourceText, Summarizer, SummaryDraft
+from memctx.summarize.length import capped, summary_cap
+from memctx.summarize.types import SourceText, Summarizer
 
 
 def chain_params(settings: Settings) -> ChainParams:
@@ -168,25 +169,10 @@ def summarize_step(ctx: _Context) -> Step | None:
     return step
 
 
-def _summary_cap(ctx: _Context, covered_tokens: int) -> int:
-    """A summary is never longer than what it covers: at most half of its sources' tokens (and
-    never over `summary_length`). Otherwise reading the summary costs more than the turns."""
-    return max(1, min(ctx.params.summary_length, covered_tokens // 2))
-
-
-def _capped(ctx: _Context, draft: SummaryDraft, cap: int) -> SummaryDraft:
-    """The draft within `cap` tokens: a summarizer (an LLM) may overshoot the length it was asked for."""
-    content, count, limit = draft.content, draft.token_count, cap
-    while count > cap:  # a cut inside a word can re-encode a token longer
-        content = ctx.app.counter.truncate(draft.content, limit)
-        count, limit = ctx.app.counter.count(content), limit - 1
-    return draft if content is draft.content else replace(draft, content=content, token_count=count)
-
-
 def _write_new(conn, ctx: _Context, action: Action, items: list[ChainItem]) -> Step:
-    cap = _summary_cap(ctx, sum(i.token_count for i in items))
-    draft = _capped(ctx, ctx.summarizer.summarize([i.source() for i in items], level=action.level,
-                                                  is_master=action.is_master, max_tokens=cap), cap)
+    cap = summary_cap(sum(i.token_count for i in items), ctx.params.summary_length)
+    draft = capped(ctx.summarizer.summarize([i.source() for i in items], level=action.level,
+                                            is_master=action.is_master, max_tokens=cap), cap, ctx.app.counter)
     row = conn.execute(QUERIES["insert_summary"], {
         "conversation_id": ctx.conversation_id, "user_id": ctx.user_id, "level": action.level,
         "is_master": action.is_master, "content": draft.content, "source_kind": action.source_kind,
@@ -201,9 +187,9 @@ def _write_new(conn, ctx: _Context, action: Action, items: list[ChainItem]) -> S
 
 def _write_merge(conn, ctx: _Context, action: Action, items: list[ChainItem]) -> Step:
     master, merged = items[0], items[1:]
-    cap = _summary_cap(ctx, master.token_count + sum(i.token_count for i in merged))
-    draft = _capped(ctx, ctx.summarizer.summarize([i.source() for i in merged], level=action.level, is_master=True,
-                                                  max_tokens=cap, previous=master.text), cap)
+    cap = summary_cap(master.token_count + sum(i.token_count for i in merged), ctx.params.summary_length)
+    draft = capped(ctx.summarizer.summarize([i.source() for i in merged], level=action.level, is_master=True,
+                                            max_tokens=cap, previous=master.text), cap, ctx.app.counter)
     row = conn.execute(QUERIES["merge_into_master"], {
         "id": master.id, "conversation_id": ctx.conversation_id, "content": draft.content,
         "added": [i.id for i in merged], "last_seq": action.last_seq, "token_count": draft.token_count,

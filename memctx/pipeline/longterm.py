@@ -20,6 +20,7 @@ from memctx.app import App
 from memctx.pipeline.board import get_board
 from memctx.pipeline.catchup import catch_up, chain_params, live_chain
 from memctx.sql import QUERIES
+from memctx.summarize.length import capped, summary_cap
 from memctx.summarize.types import Summarizer
 
 
@@ -73,7 +74,8 @@ class ContinuityNote:
 
 def close_conversation(app: App, user_id: UUID, conversation_id: UUID, summarizer: Summarizer | None = None, *,
                        catch_up_first: bool = True, explicit: bool = False) -> ConversationSummary:
-    """Write (or rewrite) the conversation's long-term summary from its live chain and board.
+    """Write (or rewrite) the conversation's long-term summary from its live chain and board; like
+    every summary, at most half of what it summarizes (the live chain's tokens).
 
     With `catch_up_first`, the chain and the board (its incomplete tail included) are brought up
     to date first. `explicit` also marks the conversation closed (an idle one is only summarized:
@@ -86,8 +88,11 @@ def close_conversation(app: App, user_id: UUID, conversation_id: UUID, summarize
     board = get_board(app, user_id, conversation_id)
     params = chain_params(app.settings)
     if chain:
-        draft = summarizer.summarize([c.source() for c in chain], level=params.master_level, is_master=True,
-                                     max_tokens=app.settings.board_length)
+        # A message that arrived after the catch-up has no token count yet.
+        covered = sum(c.token_count or app.counter.count(c.text) for c in chain)
+        cap = summary_cap(covered, app.settings.board_length)
+        draft = capped(summarizer.summarize([c.source() for c in chain], level=params.master_level, is_master=True,
+                                            max_tokens=cap), cap, app.counter)
         text, tokens = draft.content, draft.token_count
     else:
         text, tokens = "", 0

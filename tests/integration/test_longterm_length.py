@@ -1,0 +1,65 @@
+"""A conversation's long-term summary is never longer than the live chain it summarizes."""
+
+from __future__ import annotations
+
+from psycopg.types.json import Jsonb
+
+from memctx import providers
+from memctx.models import NewMessage
+from memctx.pipeline import longterm
+from memctx.pipeline.catchup import live_chain
+from memctx.store import DEFAULT_USER
+from memctx.summarize.types import SummaryDraft
+
+USER = DEFAULT_USER
+BAKERY = ["You are a concise assistant for a small bakery's inventory.",
+          "We have 40 kg flour, 12 kg butter and 300 eggs in stock.",
+          "Noted: 40 kg flour, 12 kg butter, 300 eggs.",
+          "Each batch of croissants uses 2 kg flour, 1.2 kg butter and 10 eggs. How many batches can we make?",
+          "Butter limits you: 12 kg / 1.2 kg = 10 batches, using 20 kg flour and 100 eggs.",
+          "Order more butter from Laticínios Serra on Wednesday — we need at least 10 kg.",
+          "I'll add it to the action list: order 10 kg of butter from Laticínios Serra on Wednesday."]
+
+
+def _say(app, conversation_id, texts):
+    with app.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+        msgs = [NewMessage.build("user" if i % 2 else "assistant", t) for i, t in enumerate(texts)]
+        cur.executemany("insert into memctx.messages (conversation_id, role, content, text) values (%s, %s, %s, %s)",
+                        [(conversation_id, m.role, Jsonb(m.blocks), m.text) for m in msgs])
+
+
+class Verbose:
+    """A summarizer (an LLM, say) that writes far more than it was asked for."""
+
+    name = "verbose"
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def summarize(self, sources, *, level, is_master, max_tokens, previous=None):
+        text = " ".join(s.text for s in sources) * 3
+        return SummaryDraft(content=text, token_count=len(text), summarizer=self.name)
+
+    def update_board(self, board, new_messages, *, max_tokens):
+        return self.inner.update_board(board, new_messages, max_tokens=max_tokens)
+
+
+def _closed_against_chain(app, summarizer=None):
+    conv = app.store.create_conversation(USER, title="bakery")
+    _say(app, conv.id, BAKERY)
+    summary = longterm.close_conversation(app, USER, conv.id, summarizer)
+    return summary, sum(c.token_count for c in live_chain(app, USER, conv.id))
+
+
+def test_a_short_conversation_summary_is_at_most_half_its_live_chain(app):
+    summary, chain_tokens = _closed_against_chain(app)
+    assert summary.summary and "butter" in summary.summary
+    assert summary.token_count == app.counter.count(summary.summary)
+    assert summary.token_count <= chain_tokens // 2, (summary.token_count, chain_tokens)
+
+
+def test_a_summarizer_that_overshoots_is_cut_to_under_the_live_chain(app):
+    summary, chain_tokens = _closed_against_chain(app, Verbose(providers.make_summarizer(app.settings, app.counter)))
+    assert summary.summary.startswith(BAKERY[0][:40])
+    assert summary.token_count == app.counter.count(summary.summary)
+    assert summary.token_count <= chain_tokens // 2, (summary.token_count, chain_tokens)
