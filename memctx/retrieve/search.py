@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool
 from memctx.embed import Embedder
 from memctx.retrieve.fusion import FusionWeights, rrf
 from memctx.retrieve.lexical import QueryAnalysis, analyze
+from memctx.retrieve.queries import SEARCH_QUERIES
 from memctx.retrieve.rerank import NoRerank, Reranker
 from memctx.retrieve.signals import SIGNALS, ranks_of
 from memctx.retrieve.types import Fragment, Memory, Provenance
@@ -92,11 +93,7 @@ class MemorySearch:
         with self.pool.connection() as conn:
             # Not prepared: Postgres' generic plan of this query is ~3x slower than a custom
             # one (it cannot see the conversation's size); planning costs < 1 ms.
-            rows = conn.execute(QUERIES[name], params, prepare=False).fetchall()
-        if conversation:
-            for row in rows:
-                row["kind"] = "message"
-        return rows
+            return conn.execute(SEARCH_QUERIES[name], params, prepare=False).fetchall()
 
     def speakers(self, user: UUID, conversation: UUID) -> tuple[str, ...]:
         """The conversation's speaker names (cached; speakers rarely change)."""

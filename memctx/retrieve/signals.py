@@ -1,8 +1,10 @@
-"""The retrieval signals: the one list that drives the fusion weights, the ranks read from the
-search queries' rows, the provenance with its JSON, and the settings that weigh them.
+"""The retrieval signals: the one list that drives the search queries' rank columns, the ranks
+read from their rows, the provenance with its JSON, the fusion weights and the settings that
+weigh them.
 
-Adding a signal means: its candidate CTE and rank column in `memctx/sql/retrieve.sql`, one entry
-here, and its weight `search_weight_<name>` in `Settings`.
+Adding a signal means: its candidate CTE (columns id, rank) in both search queries of
+`memctx/sql/retrieve.sql`, one entry here, and its weight `search_weight_<name>` in `Settings`.
+`memctx.retrieve.queries` generates the rest of the SQL (the hits' rank columns) from this list.
 """
 
 from __future__ import annotations
@@ -14,8 +16,14 @@ from typing import Any, Mapping
 @dataclass(frozen=True)
 class Signal:
     name: str  # the candidate list's name: its weight and its entry in provenance's matched_by
-    rank_column: str  # the search queries' column with a candidate's 1-based rank in that list
+    cte: str  # the search queries' CTE of the list's candidates: (id, 1-based rank)
     seed_weight: float  # seed 004's weight; Settings holds the tuned one
+    summaries: bool = False  # search_user also ranks summaries on this list (summary_ranked.<rank_column>)
+
+    @property
+    def rank_column(self) -> str:
+        """The search queries' column with a candidate's rank in this list; provenance's JSON key."""
+        return f"{self.cte}_rank"
 
     @property
     def setting(self) -> str:
@@ -23,9 +31,9 @@ class Signal:
 
 
 SIGNALS = (
-    Signal("dense", "dense_rank", 0.5),
-    Signal("lexical", "lexical_rank", 0.3),
-    Signal("recency", "recent_rank", 0.2),
+    Signal("dense", "dense", 0.5, summaries=True),
+    Signal("lexical", "lexical", 0.3, summaries=True),
+    Signal("recency", "recent", 0.2),
 )
 
 

@@ -6,7 +6,15 @@
 -- before the filter (the prepared-statement pitfall of PERFORMANCE-NOTES.md). HNSW is used only
 -- by `search_global_dense`, which has no filter.
 --
+-- The two search queries are templates: memctx/retrieve/queries.py fills their placeholders in
+-- braces once, at import, with the shared blocks below (`search_scope`, `search_hits`,
+-- `search_message_rows`) and with the per-signal columns it generates from the list of
+-- retrieval signals (memctx/retrieve/signals.py). A signal is a CTE of both queries named after
+-- the signal's `cte`, with columns (id, rank): 1-based rank, best first, within its top k.
+-- Braces are reserved for placeholders in these blocks, comments included.
+--
 -- Parameters shared by the search blocks:
+--   user_id, conversation_id   the scope: a user's memory, or one conversation of it (null = all)
 --   query_vec  vector   the embedded query
 --   tsquery    text     an OR query of sanitized terms for to_tsquery('english', …); '' = none
 --   since/until         optional created_at range [since, until)
@@ -16,18 +24,57 @@
 -- never a candidate: it has no embedding (migration 0005) and no lexemes, and recency alone
 -- never makes a hit. It can still appear as a neighbour of a hit.
 
+-- name: search_scope
+-- (Shared block.) The messages a search may find: the user's, in one conversation when
+-- conversation_id is set, created in [since, until). Not materialized: every list reads it
+-- through its own index, and the planner folds the null tests of the (unprepared) query.
+scope as not materialized (
+  select m.*
+    from memctx.messages m
+   where m.user_id = %(user_id)s::uuid
+     and (%(conversation_id)s::uuid is null or m.conversation_id = %(conversation_id)s::uuid)
+     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
+     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+)
+
+-- name: search_hits
+-- (Shared block.) Every candidate message once, with its rank in each signal's list (null = not
+-- in it); then the hits' positions and the ids of the hits and their ±window neighbours (never
+-- limited to the scope's time range: a hit keeps its pair).
+hits as (
+  select c.id, {ranks}
+    from ({candidates}) c
+   group by c.id
+), hit_rows as (
+  select m.conversation_id, m.seq from hits join memctx.messages m on m.id = hits.id
+), wanted as (
+  select distinct m.id
+    from hit_rows h
+    join memctx.messages m
+      on m.conversation_id = h.conversation_id
+     and m.seq between h.seq - %(window)s and h.seq + %(window)s
+)
+
+-- name: search_message_rows
+-- (Shared block.) The rows of the hits and their neighbours, each with its ranks.
+select 'message'::text as kind, m.id, m.conversation_id, m.seq, m.seq as first_seq, m.seq as last_seq,
+       m.role, m.text, m.external_id, m.token_count, m.created_at,
+       m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
+       1 - (m.embedding <=> %(query_vec)s::vector) as similarity,
+       {hit_ranks}, hits.id is not null as is_hit
+  from wanted w
+  join memctx.messages m on m.id = w.id
+  left join hits on hits.id = w.id
+
 -- name: search_conversation
 -- Candidates of one conversation: dense top-k, full-text (BM25) top-k, the most recent k, each
 -- with its rank, plus the neighbours (±window turns) of every candidate for pairing and context.
 -- Both relevance lists are smoothed over neighbouring turns: a turn inside a relevant stretch
 -- of conversation ranks above an isolated look-alike (smooth = 0 turns this off).
-with turns as (
+with {scope}, turns as (
   select m.id, m.seq, length(m.tsv) as len, m.tsv,
          case when m.embedding is not null and m.text <> '' then 1 - (m.embedding <=> %(query_vec)s::vector) end as sim
-    from memctx.messages m
-   where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid
-     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
-     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+    from scope m
 ), dense as (
   select x.id, row_number() over (order by x.score desc, x.seq desc) as rank
     from (select t.id, t.seq,
@@ -55,8 +102,8 @@ with turns as (
    cross join stats s
    group by x.id
 ), lexical as (
-  select x.id, row_number() over (order by x.score desc, x.seq desc) as rank, x.own::real as lexical_score
-    from (select t.id, t.seq, b.score as own,
+  select x.id, row_number() over (order by x.score desc, x.seq desc) as rank
+    from (select t.id, t.seq,
                  coalesce(b.score, 0) + %(smooth)s::float8
                    * (coalesce(lag(b.score) over w, 0) + coalesce(lead(b.score) over w, 0)) / 2 as score
             from turns t left join bm25 b on b.id = t.id window w as (order by t.seq)) x
@@ -65,88 +112,36 @@ with turns as (
    limit %(k_lexical)s
 ), recent as (
   select m.id, row_number() over (order by m.seq desc) as rank
-    from memctx.messages m
-   where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid and m.text <> ''
-     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
-     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+    from scope m
+   where m.text <> ''
    order by m.seq desc
    limit %(k_recent)s
-), hits as (
-  select h.id, min(h.dense_rank) as dense_rank, min(h.lexical_rank) as lexical_rank,
-         min(h.recent_rank) as recent_rank, max(h.lexical_score) as lexical_score
-    from (select id, rank as dense_rank, null::bigint as lexical_rank, null::bigint as recent_rank,
-                 null::real as lexical_score from dense
-          union all
-          select id, null, rank, null, lexical_score from lexical
-          union all
-          select id, null, null, rank, null from recent) h
-   group by h.id
-), hit_rows as (
-  select m.conversation_id, m.seq from hits join memctx.messages m on m.id = hits.id
-), wanted as (
-  select distinct m.id
-    from hit_rows h
-    join memctx.messages m
-      on m.conversation_id = h.conversation_id
-     and m.seq between h.seq - %(window)s and h.seq + %(window)s
-)
-select m.id, m.conversation_id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
-       m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
-       1 - (m.embedding <=> %(query_vec)s::vector) as similarity,
-       hits.dense_rank, hits.lexical_rank, hits.recent_rank, hits.lexical_score,
-       hits.id is not null as is_hit
-  from wanted w
-  join memctx.messages m on m.id = w.id
-  left join hits on hits.id = w.id
- order by m.seq
+), {hits}
+{message_rows}
+ order by seq
 
 -- name: search_user
 -- Candidates across all of a user's conversations (messages by exact scan over the user_id
 -- btree, with neighbours) and their live summaries and long-term conversation summaries.
-with dense as (
+with {scope}, dense as (
   select m.id, row_number() over (order by (m.embedding <=> %(query_vec)s::vector) + 0, m.seq desc) as rank
-    from memctx.messages m
-   where m.user_id = %(user_id)s::uuid and m.embedding is not null and m.text <> ''
-     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
-     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+    from scope m
+   where m.embedding is not null and m.text <> ''
    order by (m.embedding <=> %(query_vec)s::vector) + 0, m.seq desc
    limit %(k_dense)s
 ), lexical as (
-  select m.id, row_number() over (order by ts_rank_cd(m.tsv, q.q, 1) desc, m.created_at desc) as rank,
-         ts_rank_cd(m.tsv, q.q, 1) as lexical_score
-    from memctx.messages m, (select to_tsquery('english', %(tsquery)s::text) as q) q
-   where m.user_id = %(user_id)s::uuid and m.tsv @@ q.q
-     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
-     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+  select m.id, row_number() over (order by ts_rank_cd(m.tsv, q.q, 1) desc, m.created_at desc) as rank
+    from scope m, (select to_tsquery('english', %(tsquery)s::text) as q) q
+   where m.tsv @@ q.q
    order by 2
    limit %(k_lexical)s
 ), recent as (
   select m.id, row_number() over (order by m.created_at desc, m.seq desc) as rank
-    from memctx.messages m
-   where m.user_id = %(user_id)s::uuid and m.text <> ''
-     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
-     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+    from scope m
+   where m.text <> ''
    order by m.created_at desc, m.seq desc
    limit %(k_recent)s
-), hits as (
-  select h.id, min(h.dense_rank) as dense_rank, min(h.lexical_rank) as lexical_rank,
-         min(h.recent_rank) as recent_rank, max(h.lexical_score) as lexical_score
-    from (select id, rank as dense_rank, null::bigint as lexical_rank, null::bigint as recent_rank,
-                 null::real as lexical_score from dense
-          union all
-          select id, null, rank, null, lexical_score from lexical
-          union all
-          select id, null, null, rank, null from recent) h
-   group by h.id
-), hit_rows as (
-  select m.conversation_id, m.seq from hits join memctx.messages m on m.id = hits.id
-), wanted as (
-  select distinct m.id
-    from hit_rows h
-    join memctx.messages m
-      on m.conversation_id = h.conversation_id
-     and m.seq between h.seq - %(window)s and h.seq + %(window)s
-), summary_hits as (
+), {hits}, summary_hits as (
   select s.id, 'summary'::text as kind, s.conversation_id, s.content, s.first_seq, s.last_seq, s.token_count,
          s.created_at, 1 - (s.embedding <=> %(query_vec)s::vector) as similarity,
          ts_rank_cd(s.tsv, to_tsquery('english', %(tsquery)s::text), 1) as lexical_score
@@ -159,6 +154,8 @@ with dense as (
     from memctx.conversation_summaries l
    where l.user_id = %(user_id)s::uuid
 ), summary_ranked as (
+  -- Summaries are ranked on the signals marked `summaries` (their columns here); the others'
+  -- ranks are null for a summary.
   select sh.*,
          case when sh.similarity is not null
               then row_number() over (order by sh.similarity desc nulls last) end as dense_rank,
@@ -166,19 +163,10 @@ with dense as (
               then row_number() over (order by sh.lexical_score desc) end as lexical_rank
     from summary_hits sh
 )
-select 'message'::text as kind, m.id, m.conversation_id, m.seq, m.seq as first_seq, m.seq as last_seq,
-       m.role, m.text, m.external_id, m.token_count, m.created_at,
-       m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
-       1 - (m.embedding <=> %(query_vec)s::vector) as similarity,
-       hits.dense_rank, hits.lexical_rank, hits.recent_rank, hits.lexical_score,
-       hits.id is not null as is_hit
-  from wanted w
-  join memctx.messages m on m.id = w.id
-  left join hits on hits.id = w.id
+{message_rows}
 union all
 select sr.kind, sr.id, sr.conversation_id, null, sr.first_seq, sr.last_seq, 'summary', sr.content, null,
-       sr.token_count, sr.created_at, null, null, sr.similarity, sr.dense_rank, sr.lexical_rank, null,
-       sr.lexical_score, true
+       sr.token_count, sr.created_at, null, null, sr.similarity, {summary_ranks}, true
   from summary_ranked sr
  where sr.dense_rank <= %(k_dense)s or sr.lexical_rank <= %(k_lexical)s
  order by 3, 4 nulls first

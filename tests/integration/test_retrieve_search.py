@@ -11,6 +11,8 @@ import pytest
 from memctx.models import NewMessage
 from memctx.retrieve import MemorySearch, SearchOptions, TermOverlapReranker, search_memories
 from memctx.retrieve.lexical import analyze
+from memctx.retrieve.queries import SEARCH_QUERIES
+from memctx.retrieve.signals import SIGNALS
 from memctx.sql import QUERIES
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
@@ -64,6 +66,10 @@ def test_time_range_filters(app):
                            time_range=(T0 + timedelta(minutes=5), None), limit=10, threshold=-1.0)
     assert late and all(f.time >= T0 + timedelta(minutes=4) for m in late for f in m.fragments if f.id == m.id)
     assert all("pottery" not in f.text for m in late for f in m.fragments if f.id == m.id)
+    everywhere = search_memories(app, user, "pottery class blue bowl", None,
+                                 time_range=(T0 + timedelta(minutes=5), None), limit=10, threshold=-1.0)
+    assert everywhere and all(f.time >= T0 + timedelta(minutes=5) for m in everywhere for f in m.fragments
+                              if f.id == m.id)
 
 
 def test_threshold_drops_weak_dense_only_hits_but_keeps_lexical_ones(app):
@@ -130,7 +136,8 @@ def test_filtered_dense_search_returns_full_candidate_count_through_prepared_pat
             for i in range(8):  # psycopg prepares after 5 executions
                 vec = rng.standard_normal(384).astype(np.float32)
                 params["query_vec"] = vec / np.linalg.norm(vec)
-                rows = conn.execute(QUERIES[name], params, prepare=True).fetchall()
+                rows = conn.execute(SEARCH_QUERIES[name], params, prepare=True).fetchall()
+                assert all(s.rank_column in row for row in rows for s in SIGNALS)
                 dense = [r for r in rows if r["dense_rank"] is not None]
                 assert len(dense) == k, f"{name} run {i}: {len(dense)} dense candidates, expected {k}"
                 expected = sorted(r["similarity"] for r in rows if r["dense_rank"] is not None)
@@ -151,7 +158,7 @@ def test_dense_candidates_are_the_exact_top_k(app):
         rows = conn.execute(QUERIES["rank_conversation"], {"user_id": user, "conversation_id": conv, "query_vec": vec,
                                                           "tsquery": ""}).fetchall()
         exact = {r["id"] for r in sorted(rows, key=lambda r: -r["similarity"])[:30]}
-        got = conn.execute(QUERIES["search_conversation"], {
+        got = conn.execute(SEARCH_QUERIES["search_conversation"], {
             "user_id": user, "conversation_id": conv, "query_vec": vec, "tsquery": "", "terms": [], "since": None,
             "until": None, "k_dense": 30, "k_lexical": 1, "k_recent": 0, "window": 0, "smooth": 0.0}).fetchall()
     assert {r["id"] for r in got if r["dense_rank"] is not None} == exact

@@ -5,8 +5,9 @@ import pytest
 from memctx.config import Settings
 from memctx.retrieve.fusion import FusionWeights, fuse, rrf
 from memctx.retrieve.lexical import analyze
+from memctx.retrieve.queries import SEARCHES, compose
 from memctx.retrieve.search import SearchOptions
-from memctx.retrieve.signals import SIGNALS, ranks_of
+from memctx.retrieve.signals import SIGNALS, Signal, ranks_of
 from memctx.retrieve.types import Provenance
 
 
@@ -48,6 +49,19 @@ def test_one_signal_list_drives_settings_ranks_and_provenance():
     assert provenance.matched_by == ["dense", "recency"]
     assert provenance.as_json() == {"dense_rank": 2, "lexical_rank": None, "recent_rank": 5, "speaker_match": False,
                                     "matched_by": ["dense", "recency"], "first_seq": 3, "last_seq": 4}
+
+
+def test_the_signal_list_drives_the_search_queries_rank_columns():
+    clicks = Signal("clicks", "clicks", 0.0)  # a new signal: its CTE, and one entry in the list
+    for name in SEARCHES:
+        text = compose(name, (*SIGNALS, clicks))
+        assert "{" not in text and "}" not in text  # every placeholder filled
+        assert text.count("select 'clicks' as signal, id, rank from \"clicks\"") == 1
+        assert text.count('min(c.rank) filter (where c.signal = \'clicks\') as "clicks_rank"') == 1
+        assert text.count('"hits"."clicks_rank"') == 1  # in the rows returned
+        assert text.count("%(since)s::timestamptz is null") == 1  # the scope and its time range: once
+    summaries = compose("search_user", (*SIGNALS, clicks)).split("from summary_ranked sr")[0].rsplit("select", 1)[1]
+    assert '"sr"."dense_rank", "sr"."lexical_rank", null, null, true' in summaries  # summaries: unranked there
 
 
 def test_analysis_drops_filler_and_turns_speaker_names_into_a_signal():

@@ -1,0 +1,58 @@
+"""The two memory-search queries, composed once from the named blocks of `memctx/sql/retrieve.sql`.
+
+Owns: filling the templates `search_conversation` and `search_user` with the blocks both share
+(`search_scope`, `search_hits`, `search_message_rows`: the scope and its time range, the hits and
+their neighbours, the rows returned) and with the per-signal SQL generated from `SIGNALS` (each
+candidate list's rows, the hits' rank columns). The result is two constant SQL strings, built at
+import: still one round trip per search, EXPLAIN-able as printed. Runs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from psycopg import sql
+
+from memctx.retrieve.signals import SIGNALS, Signal
+from memctx.sql import QUERIES
+
+SEARCHES = ("search_conversation", "search_user")
+
+
+def _join(parts, sep: str = ",\n         ") -> sql.Composed:
+    return sql.SQL(sep).join(list(parts))
+
+
+def _block(queries, name: str) -> sql.SQL:
+    """A shared block without its leading comment (which documents it in the .sql file)."""
+    lines = queries[name].splitlines()
+    while lines and lines[0].lstrip().startswith("--"):
+        lines.pop(0)
+    return sql.SQL("\n".join(lines))
+
+
+def signal_sql(signals: Sequence[Signal]) -> dict[str, sql.Composable]:
+    """The placeholders' SQL generated from the signal list."""
+    candidates = _join((sql.SQL("select {} as signal, id, rank from {}").format(sql.Literal(s.name), sql.Identifier(s.cte))
+                        for s in signals), "\n          union all ")
+    ranks = _join(sql.SQL("min(c.rank) filter (where c.signal = {}) as {}").format(
+        sql.Literal(s.name), sql.Identifier(s.rank_column)) for s in signals)
+    return {
+        "candidates": candidates,
+        "ranks": ranks,
+        "hit_ranks": _join((sql.Identifier("hits", s.rank_column) for s in signals), ", "),
+        "summary_ranks": _join((sql.Identifier("sr", s.rank_column) if s.summaries else sql.SQL("null")
+                                for s in signals), ", "),
+    }
+
+
+def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES) -> str:
+    """The SQL text of search query `name` for `signals`."""
+    generated = signal_sql(signals)
+    hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
+    rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
+    return sql.SQL(queries[name]).format(scope=_block(queries, "search_scope"), hits=hits, message_rows=rows,
+                                         summary_ranks=generated["summary_ranks"]).as_string()
+
+
+SEARCH_QUERIES = {name: compose(name) for name in SEARCHES}
