@@ -143,10 +143,11 @@ with {scope}, dense as (
    limit %(k_recent)s
 ), {hits}, summary_hits as (
   select s.id, 'summary'::text as kind, s.conversation_id, s.content, s.first_seq, s.last_seq, s.token_count,
-         s.created_at, 1 - (s.embedding <=> %(query_vec)s::vector) as similarity,
+         s.created_at, 1 - (v.embedding <=> %(query_vec)s::vector) as similarity,
          ts_rank_cd(s.tsv, to_tsquery('english', %(tsquery)s::text), 1) as lexical_score
-    from memctx.summaries s
-   where s.user_id = %(user_id)s::uuid and s.superseded_at is null
+    from memctx.live_summaries s
+    join memctx.summaries v on v.id = s.id  -- the view leaves the vector out (migration 0009)
+   where s.user_id = %(user_id)s::uuid
   union all
   select l.conversation_id, 'conversation_summary', l.conversation_id, l.summary, l.first_seq, l.last_seq,
          l.token_count, l.updated_at, 1 - (l.embedding <=> %(query_vec)s::vector),
@@ -187,8 +188,7 @@ with conv as (
    where c.id = %(conversation_id)s::uuid and c.user_id = %(user_id)s::uuid
 ), live as (
   select s.id, s.level, s.is_master, s.content, s.first_seq, s.last_seq, s.token_count
-    from memctx.summaries s join conv on s.conversation_id = conv.id
-   where s.superseded_at is null
+    from memctx.live_summaries s join conv on s.conversation_id = conv.id
 ), recent as (
   select m.id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
          m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session

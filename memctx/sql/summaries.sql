@@ -26,8 +26,8 @@ with live as (
   select s.id, 'summary'::text as kind, s.level, s.is_master, s.first_seq, s.last_seq, s.content as text,
          s.token_count, s.edited, null::text as role, null::text as speaker, null::timestamptz as created_at,
          s.source_ids
-    from memctx.summaries s
-   where s.conversation_id = %(conversation_id)s and s.user_id = %(user_id)s and s.superseded_at is null
+    from memctx.live_summaries s
+   where s.conversation_id = %(conversation_id)s and s.user_id = %(user_id)s
 ), covered as (
   select coalesce(max(last_seq), 0) as upto from live
 ), raw as (

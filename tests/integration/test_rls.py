@@ -13,6 +13,7 @@ from support import as_user
 
 TABLES = ("conversations", "messages", "summaries", "summary_boards", "working_memory_chunks",
           "conversation_summaries", "outbox")
+VIEWS = ("live_summaries",)  # security_invoker: RLS applies as the caller
 
 
 def _seed(app, user):
@@ -34,11 +35,10 @@ def two_users(app):
     return a, b, _seed(app, a), _seed(app, b)
 
 
-
 def test_each_user_sees_only_their_rows(database_url, two_users):
     a, b, conv_a, conv_b = two_users
     with as_user(database_url, b) as conn:
-        for table in TABLES:
+        for table in TABLES + VIEWS:
             rows = conn.execute(f"select user_id from memctx.{table}").fetchall()
             assert rows, f"B should see their own {table}"
             assert {r["user_id"] for r in rows} == {b}, table

@@ -355,6 +355,65 @@ CREATE TABLE memctx.embedding_space (
 
 
 --
+-- Name: summaries; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.summaries (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    conversation_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    level smallint NOT NULL,
+    is_master boolean DEFAULT false NOT NULL,
+    content text NOT NULL,
+    source_kind text NOT NULL,
+    source_ids uuid[] NOT NULL,
+    first_seq bigint NOT NULL,
+    last_seq bigint NOT NULL,
+    token_count integer,
+    embedding public.vector(384),
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, content)) STORED,
+    summarizer text DEFAULT 'extractive'::text NOT NULL,
+    edited boolean DEFAULT false NOT NULL,
+    superseded_by uuid,
+    superseded_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT summaries_check CHECK ((first_seq <= last_seq)),
+    CONSTRAINT summaries_level_check CHECK ((level >= 1)),
+    CONSTRAINT summaries_source_ids_check CHECK ((cardinality(source_ids) >= 1)),
+    CONSTRAINT summaries_source_kind_check CHECK ((source_kind = ANY (ARRAY['message'::text, 'summary'::text]))),
+    CONSTRAINT summaries_token_count_check CHECK ((token_count >= 0))
+);
+ALTER TABLE ONLY memctx.summaries ALTER COLUMN embedding SET STORAGE PLAIN;
+
+
+--
+-- Name: live_summaries; Type: VIEW; Schema: memctx; Owner: -
+--
+
+CREATE VIEW memctx.live_summaries WITH (security_invoker='true') AS
+ SELECT id,
+    conversation_id,
+    user_id,
+    level,
+    is_master,
+    content,
+    source_kind,
+    source_ids,
+    first_seq,
+    last_seq,
+    token_count,
+    tsv,
+    summarizer,
+    edited,
+    created_at,
+    updated_at
+   FROM memctx.summaries s
+  WHERE (superseded_at IS NULL);
+
+
+--
 -- Name: messages; Type: TABLE; Schema: memctx; Owner: -
 --
 
@@ -425,40 +484,6 @@ CREATE TABLE memctx.schema_migrations (
     checksum text NOT NULL,
     applied_at timestamp with time zone DEFAULT now() NOT NULL
 );
-
-
---
--- Name: summaries; Type: TABLE; Schema: memctx; Owner: -
---
-
-CREATE TABLE memctx.summaries (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    conversation_id uuid NOT NULL,
-    user_id uuid NOT NULL,
-    level smallint NOT NULL,
-    is_master boolean DEFAULT false NOT NULL,
-    content text NOT NULL,
-    source_kind text NOT NULL,
-    source_ids uuid[] NOT NULL,
-    first_seq bigint NOT NULL,
-    last_seq bigint NOT NULL,
-    token_count integer,
-    embedding public.vector(384),
-    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, content)) STORED,
-    summarizer text DEFAULT 'extractive'::text NOT NULL,
-    edited boolean DEFAULT false NOT NULL,
-    superseded_by uuid,
-    superseded_at timestamp with time zone,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    CONSTRAINT summaries_check CHECK ((first_seq <= last_seq)),
-    CONSTRAINT summaries_level_check CHECK ((level >= 1)),
-    CONSTRAINT summaries_source_ids_check CHECK ((cardinality(source_ids) >= 1)),
-    CONSTRAINT summaries_source_kind_check CHECK ((source_kind = ANY (ARRAY['message'::text, 'summary'::text]))),
-    CONSTRAINT summaries_token_count_check CHECK ((token_count >= 0))
-);
-ALTER TABLE ONLY memctx.summaries ALTER COLUMN embedding SET STORAGE PLAIN;
 
 
 --
@@ -1166,6 +1191,148 @@ GRANT SELECT ON TABLE memctx.embedding_space TO service_role;
 
 
 --
+-- Name: TABLE summaries; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,DELETE ON TABLE memctx.summaries TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.summaries TO service_role;
+
+
+--
+-- Name: COLUMN summaries.conversation_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(conversation_id),UPDATE(conversation_id) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.user_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(user_id),UPDATE(user_id) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.level; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(level),UPDATE(level) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.is_master; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(is_master),UPDATE(is_master) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.content; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(content),UPDATE(content) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.source_kind; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(source_kind),UPDATE(source_kind) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.source_ids; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(source_ids),UPDATE(source_ids) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.first_seq; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(first_seq),UPDATE(first_seq) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.last_seq; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(last_seq),UPDATE(last_seq) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.token_count; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(token_count),UPDATE(token_count) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.embedding; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(embedding),UPDATE(embedding) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.summarizer; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(summarizer),UPDATE(summarizer) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.edited; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(edited),UPDATE(edited) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.superseded_by; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(superseded_by),UPDATE(superseded_by) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.superseded_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(superseded_at),UPDATE(superseded_at) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.created_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(created_at),UPDATE(created_at) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.updated_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(updated_at),UPDATE(updated_at) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: COLUMN summaries.metadata; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(metadata),UPDATE(metadata) ON TABLE memctx.summaries TO authenticated;
+
+
+--
+-- Name: TABLE live_summaries; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT ON TABLE memctx.live_summaries TO authenticated;
+GRANT SELECT ON TABLE memctx.live_summaries TO service_role;
+
+
+--
 -- Name: TABLE messages; Type: ACL; Schema: memctx; Owner: -
 --
 
@@ -1348,140 +1515,6 @@ GRANT INSERT(last_error),UPDATE(last_error) ON TABLE memctx.outbox TO authentica
 
 GRANT SELECT,USAGE ON SEQUENCE memctx.outbox_id_seq TO authenticated;
 GRANT SELECT,USAGE ON SEQUENCE memctx.outbox_id_seq TO service_role;
-
-
---
--- Name: TABLE summaries; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT SELECT,DELETE ON TABLE memctx.summaries TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.summaries TO service_role;
-
-
---
--- Name: COLUMN summaries.conversation_id; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(conversation_id),UPDATE(conversation_id) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.user_id; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(user_id),UPDATE(user_id) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.level; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(level),UPDATE(level) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.is_master; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(is_master),UPDATE(is_master) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.content; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(content),UPDATE(content) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.source_kind; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(source_kind),UPDATE(source_kind) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.source_ids; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(source_ids),UPDATE(source_ids) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.first_seq; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(first_seq),UPDATE(first_seq) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.last_seq; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(last_seq),UPDATE(last_seq) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.token_count; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(token_count),UPDATE(token_count) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.embedding; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(embedding),UPDATE(embedding) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.summarizer; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(summarizer),UPDATE(summarizer) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.edited; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(edited),UPDATE(edited) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.superseded_by; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(superseded_by),UPDATE(superseded_by) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.superseded_at; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(superseded_at),UPDATE(superseded_at) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.created_at; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(created_at),UPDATE(created_at) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.updated_at; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(updated_at),UPDATE(updated_at) ON TABLE memctx.summaries TO authenticated;
-
-
---
--- Name: COLUMN summaries.metadata; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(metadata),UPDATE(metadata) ON TABLE memctx.summaries TO authenticated;
 
 
 --
