@@ -10,7 +10,6 @@ from typing import Any, Literal
 from uuid import UUID
 
 SourceKind = Literal["message", "summary", "board", "external"]
-SECTIONS = ("system", "external", "memories", "current", "query")
 
 
 @dataclass(frozen=True)
