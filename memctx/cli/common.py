@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from memctx.models import InvalidInput
 from memctx.store import DEFAULT_USER, UnknownConversation
 
 err = Console(stderr=True)
@@ -45,21 +46,9 @@ def user_id(value: str | None) -> UUID:
 
 
 def conversation_id(memctx_app, user: UUID, value: str) -> UUID:
-    """A conversation of this user, named by its memctx UUID or by its external id.
-
-    A UUID is tried as the memctx id first, then as an external id (imported ids can be UUIDs).
-    Unknown, or another user's: one error line, exit code 2.
-    """
+    """A conversation of this user, named by its memctx UUID or by its external id
+    (`MessageStore.find_conversation`). Unknown, or another user's: one error line, exit code 2."""
     try:
-        as_uuid: UUID | None = UUID(value)
-    except ValueError:
-        as_uuid = None
-    if as_uuid is not None:
-        try:
-            return memctx_app.store.get_conversation(user, as_uuid).id
-        except UnknownConversation:
-            pass
-    for conv in memctx_app.store.list_conversations(user, limit=100_000):
-        if conv.external_id == value:
-            return conv.id
-    fail(f"unknown conversation {value!r}", BAD_INPUT)
+        return memctx_app.store.find_conversation(user, value).id
+    except (UnknownConversation, InvalidInput):
+        fail(f"unknown conversation {value!r}", BAD_INPUT)

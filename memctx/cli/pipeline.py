@@ -59,9 +59,7 @@ def register(app: typer.Typer) -> None:
                 fail(str(exc), BAD_INPUT)
         if as_json:
             for c in chain:
-                print(json.dumps({"id": str(c.id), "kind": c.kind, "level": c.level, "is_master": c.is_master,
-                                  "first_seq": c.first_seq, "last_seq": c.last_seq, "tokens": c.token_count,
-                                  "edited": c.edited, "text": c.text}))
+                print(json.dumps(c.as_json()))
             return
         table = Table(title=f"live chain of {escape(conversation)}: {len(chain)} elements, "
                             f"{sum(c.token_count or 0 for c in chain)} tokens")
@@ -96,10 +94,7 @@ def register(app: typer.Typer) -> None:
                 summary = longterm.close_conversation(memctx_app, owner, conv, explicit=True)
             except UnknownConversation as exc:
                 fail(str(exc), BAD_INPUT)
-        print(json.dumps({"conversation_id": str(summary.conversation_id), "summary": summary.summary,
-                          "key_facts": summary.key_facts, "topics": summary.topics,
-                          "pending_questions": summary.pending_questions, "action_items": summary.action_items,
-                          "last_seq": summary.last_seq, "tokens": summary.token_count}, ensure_ascii=False))
+        print(json.dumps(summary.as_json(), ensure_ascii=False))
 
     @app.command("continuity")
     def continuity_cmd(user: Optional[str] = typer.Option(None, help=USER_HELP),

@@ -19,6 +19,8 @@ from datetime import datetime
 from typing import Any, Iterator, Literal, Mapping
 from uuid import UUID
 
+from psycopg.pq import TransactionStatus
+
 from memctx import metrics
 from memctx.app import App
 from memctx.config import Settings
@@ -67,6 +69,11 @@ class ChainItem:
         return SourceText(id=self.id, kind=self.kind, role=self.role, speaker=self.speaker, text=self.text,
                           first_seq=self.first_seq, last_seq=self.last_seq, created_at=self.created_at,
                           level=self.level)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": str(self.id), "kind": self.kind, "level": self.level, "is_master": self.is_master,
+                "first_seq": self.first_seq, "last_seq": self.last_seq, "tokens": self.token_count,
+                "edited": self.edited, "role": self.role, "text": self.text}
 
 
 @dataclass(frozen=True)
@@ -235,11 +242,15 @@ def catch_up(app: App, user_id: UUID, conversation_id: UUID, summarizer: Summari
 def _catch_up_lock(app: App, conversation_id: UUID, poll_s: float = 0.05) -> Iterator[None]:
     """Hold the conversation's catch-up lock, waiting for a running catch-up to finish.
 
-    Polls a try-lock rather than blocking, so a long catch-up never trips statement_timeout.
+    Polls a try-lock rather than blocking, so a long catch-up never trips statement_timeout. The
+    guard is autocommit, so no transaction stays open meanwhile; a connection that comes in a
+    transaction (an end user's, `db.CallerPool`) holds the session lock inside that one.
     """
     key = {"conversation_id": conversation_id}
     with app.pool.connection() as guard:
-        guard.autocommit = True
+        own_autocommit = guard.info.transaction_status == TransactionStatus.IDLE
+        if own_autocommit:
+            guard.autocommit = True
         while not guard.execute(QUERIES["try_lock_catch_up"], key).fetchone()["locked"]:
             time.sleep(poll_s)
         try:
@@ -247,7 +258,8 @@ def _catch_up_lock(app: App, conversation_id: UUID, poll_s: float = 0.05) -> Ite
         finally:
             try:
                 guard.execute(QUERIES["unlock_catch_up"], key)
-                guard.autocommit = False
+                if own_autocommit:
+                    guard.autocommit = False
             except Exception:
                 guard.close()  # a connection that may still hold the lock never goes back to the pool
 

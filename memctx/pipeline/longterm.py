@@ -43,6 +43,11 @@ class ConversationSummary:
     def from_row(cls, row: Mapping[str, Any]) -> "ConversationSummary":
         return cls(**{k: row[k] for k in cls.__dataclass_fields__})
 
+    def as_json(self) -> dict[str, Any]:
+        return {"conversation_id": str(self.conversation_id), "summary": self.summary, "key_facts": self.key_facts,
+                "entities": self.entities, "topics": self.topics, "pending_questions": self.pending_questions,
+                "action_items": self.action_items, "last_seq": self.last_seq, "tokens": self.token_count}
+
 
 @dataclass(frozen=True)
 class ContinuityNote:

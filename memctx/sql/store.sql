@@ -17,9 +17,17 @@ select * from found union all select * from created
 -- name: get_conversation
 select * from memctx.conversations where id = %(conversation_id)s and user_id = %(user_id)s
 
+-- name: find_conversation
+-- Named by its memctx id (when the name is a UUID) or by its external id; the memctx id wins.
+select * from memctx.conversations
+ where user_id = %(user_id)s and (id = %(as_uuid)s::uuid or external_id = %(name)s::text)
+ order by id = %(as_uuid)s::uuid desc nulls last
+ limit 1
+
 -- name: list_conversations
 select * from memctx.conversations where user_id = %(user_id)s
- order by coalesce(last_message_at, created_at) desc limit %(limit)s
+ order by coalesce(last_message_at, created_at) desc, id
+ limit %(limit)s offset %(offset)s
 
 -- name: existing_external_ids
 select external_id from memctx.messages
@@ -45,11 +53,12 @@ with c as (delete from memctx.conversations where user_id = %(user_id)s returnin
      b as (delete from memctx.summary_boards where user_id = %(user_id)s returning conversation_id),
      w as (delete from memctx.working_memory_chunks where user_id = %(user_id)s returning id),
      l as (delete from memctx.conversation_summaries where user_id = %(user_id)s returning conversation_id),
-     o as (delete from memctx.outbox where user_id = %(user_id)s returning id)
+     o as (delete from memctx.outbox where user_id = %(user_id)s returning id),
+     k as (delete from memctx.api_keys where user_id = %(user_id)s returning id)
 select (select count(*) from c) as conversations, (select count(*) from m) as messages,
        (select count(*) from s) as summaries, (select count(*) from b) as summary_boards,
        (select count(*) from w) as working_memory_chunks, (select count(*) from l) as conversation_summaries,
-       (select count(*) from o) as outbox
+       (select count(*) from o) as outbox, (select count(*) from k) as api_keys
 
 -- name: user_row_counts
 select (select count(*) from memctx.conversations where user_id = %(user_id)s) as conversations,
@@ -58,7 +67,8 @@ select (select count(*) from memctx.conversations where user_id = %(user_id)s) a
        (select count(*) from memctx.summary_boards where user_id = %(user_id)s) as summary_boards,
        (select count(*) from memctx.working_memory_chunks where user_id = %(user_id)s) as working_memory_chunks,
        (select count(*) from memctx.conversation_summaries where user_id = %(user_id)s) as conversation_summaries,
-       (select count(*) from memctx.outbox where user_id = %(user_id)s) as outbox
+       (select count(*) from memctx.outbox where user_id = %(user_id)s) as outbox,
+       (select count(*) from memctx.api_keys where user_id = %(user_id)s) as api_keys
 
 -- name: conversation_stats
 select c.id, c.external_id, c.title, c.message_count,
@@ -72,6 +82,12 @@ select c.id, c.external_id, c.title, c.message_count,
 copy memctx.messages (conversation_id, user_id, role, content, text, external_id, token_count, embedding,
                       created_at, metadata)
 from stdin (format binary)
+
+-- name: insert_message
+-- One row of copy_messages, for connections under row-level security (which refuses COPY).
+insert into memctx.messages (conversation_id, user_id, role, content, text, external_id, token_count, embedding,
+                             created_at, metadata)
+values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: messages_after
 select id, conversation_id, user_id, seq, role, content, text, external_id, token_count, created_at,

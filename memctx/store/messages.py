@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from memctx.embed import Embedder
-from memctx.models import Conversation, InvalidInput, Message, NewMessage, check_text
+from memctx.models import Conversation, InvalidInput, Message, NewMessage, check_json, check_text
 from memctx.sql import QUERIES
 from memctx.tokens import TokenCounter
 
@@ -52,11 +52,12 @@ class MessageStore:
     """Reads and writes conversations and messages through a connection pool."""
 
     def __init__(self, pool: ConnectionPool, counter: TokenCounter, embedder: Embedder | None,
-                 *, max_message_tokens: int = 8_000) -> None:
+                 *, max_message_tokens: int = 8_000, copy: bool = True) -> None:
         self.pool = pool
         self.counter = counter
         self.embedder = embedder
         self.max_message_tokens = max_message_tokens
+        self.copy = copy  # COPY is fastest, but Postgres refuses it under row-level security
 
     @contextmanager
     def _connection(self, conn: psycopg.Connection | None) -> Iterator[psycopg.Connection]:
@@ -75,6 +76,7 @@ class MessageStore:
         for value, what in ((external_id, "external_id"), (title, "title")):
             if value is not None:
                 check_text(value, what)
+        check_json(dict(metadata or {}), "metadata")
         with self._connection(conn) as conn:
             row = conn.execute(QUERIES["upsert_conversation"], {
                 "user_id": user_id, "external_id": external_id, "title": title,
@@ -93,9 +95,29 @@ class MessageStore:
             raise UnknownConversation(conversation_id)
         return Conversation.from_row(row)
 
-    def list_conversations(self, user_id: UUID, *, limit: int = 100) -> list[Conversation]:
+    def find_conversation(self, user_id: UUID, name: str) -> Conversation:
+        """A conversation of this user named by its memctx UUID or by its external id.
+
+        A UUID is tried as the memctx id first, then as an external id (imported ids can be
+        UUIDs). Unknown, or another user's: UnknownConversation.
+        """
+        check_text(name, "conversation")
+        try:
+            as_uuid: UUID | None = UUID(name)
+        except ValueError:
+            as_uuid = None
         with self.pool.connection() as conn:
-            rows = conn.execute(QUERIES["list_conversations"], {"user_id": user_id, "limit": limit}).fetchall()
+            row = conn.execute(QUERIES["find_conversation"],
+                               {"user_id": user_id, "as_uuid": as_uuid, "name": name}).fetchone()
+        if row is None:
+            raise UnknownConversation(name)
+        return Conversation.from_row(row)
+
+    def list_conversations(self, user_id: UUID, *, limit: int = 100, offset: int = 0) -> list[Conversation]:
+        """The user's conversations, most recently active first."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(QUERIES["list_conversations"],
+                                {"user_id": user_id, "limit": limit, "offset": offset}).fetchall()
         return [Conversation.from_row(r) for r in rows]
 
     def delete_conversation(self, user_id: UUID, conversation_id: UUID) -> None:
@@ -152,15 +174,22 @@ class MessageStore:
                 return []
             vectors = self._vectors([prepared[i] for i in keep], embeddings[keep] if embeddings is not None else None, embed)
             now = datetime.now(timezone.utc)
-            with conn.cursor() as cur, cur.copy(QUERIES["copy_messages"]) as copy:
-                copy.set_types(_COPY_TYPES)
-                for j, i in enumerate(keep):
-                    copy.write_row(self._row(user_id, conversation_id, prepared[i],
-                                             vectors[j] if vectors is not None else None, now))
+            self._insert(conn, [self._row(user_id, conversation_id, prepared[i],
+                                          vectors[j] if vectors is not None else None, now) for j, i in enumerate(keep)])
             # The conversation row is locked: every row after last_seq is one of ours.
             rows = conn.execute(QUERIES["messages_after"], {"conversation_id": conversation_id,
                                                             "after_seq": locked["last_seq"]}).fetchall()
         return [Message.from_row(r) for r in rows]
+
+    def _insert(self, conn: psycopg.Connection, rows: list[tuple]) -> None:
+        with conn.cursor() as cur:
+            if not self.copy:
+                cur.executemany(QUERIES["insert_message"], rows)
+                return
+            with cur.copy(QUERIES["copy_messages"]) as copy:
+                copy.set_types(_COPY_TYPES)
+                for row in rows:
+                    copy.write_row(row)
 
     def _new_only(self, conn, conversation_id: UUID, prepared: list[PreparedMessage]) -> list[int]:
         external = [p.message.external_id for p in prepared if p.message.external_id is not None]

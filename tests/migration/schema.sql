@@ -298,6 +298,22 @@ SET default_tablespace = '';
 SET default_table_access_method = heap;
 
 --
+-- Name: api_keys; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.api_keys (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_id uuid NOT NULL,
+    name text,
+    prefix text NOT NULL,
+    key_hash text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone,
+    CONSTRAINT api_keys_key_hash_check CHECK ((key_hash ~ '^[0-9a-f]{64}$'::text))
+);
+
+
+--
 -- Name: conversation_summaries; Type: TABLE; Schema: memctx; Owner: -
 --
 
@@ -586,6 +602,22 @@ CREATE TABLE memctx_queue.worker (
 
 
 --
+-- Name: api_keys api_keys_key_hash_key; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.api_keys
+    ADD CONSTRAINT api_keys_key_hash_key UNIQUE (key_hash);
+
+
+--
+-- Name: api_keys api_keys_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.api_keys
+    ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: conversation_summaries conversation_summaries_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
 --
 
@@ -719,6 +751,13 @@ ALTER TABLE ONLY memctx_queue.result
 
 ALTER TABLE ONLY memctx_queue.worker
     ADD CONSTRAINT worker_pkey PRIMARY KEY (worker_id);
+
+
+--
+-- Name: api_keys_user_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX api_keys_user_idx ON memctx.api_keys USING btree (user_id);
 
 
 --
@@ -960,6 +999,19 @@ ALTER TABLE ONLY memctx.working_memory_chunks
 
 
 --
+-- Name: api_keys; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.api_keys ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: api_keys api_keys_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY api_keys_owner ON memctx.api_keys TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
+
+
+--
 -- Name: conversation_summaries; Type: ROW SECURITY; Schema: memctx; Owner: -
 --
 
@@ -1100,6 +1152,56 @@ GRANT USAGE ON SCHEMA memctx TO anon;
 GRANT ALL ON FUNCTION auth.uid() TO anon;
 GRANT ALL ON FUNCTION auth.uid() TO authenticated;
 GRANT ALL ON FUNCTION auth.uid() TO service_role;
+
+
+--
+-- Name: TABLE api_keys; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.api_keys TO service_role;
+GRANT DELETE ON TABLE memctx.api_keys TO authenticated;
+
+
+--
+-- Name: COLUMN api_keys.id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE memctx.api_keys TO authenticated;
+
+
+--
+-- Name: COLUMN api_keys.user_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE memctx.api_keys TO authenticated;
+
+
+--
+-- Name: COLUMN api_keys.name; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT(name) ON TABLE memctx.api_keys TO authenticated;
+
+
+--
+-- Name: COLUMN api_keys.prefix; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT(prefix) ON TABLE memctx.api_keys TO authenticated;
+
+
+--
+-- Name: COLUMN api_keys.created_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE memctx.api_keys TO authenticated;
+
+
+--
+-- Name: COLUMN api_keys.revoked_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT(revoked_at) ON TABLE memctx.api_keys TO authenticated;
 
 
 --

@@ -1,0 +1,46 @@
+"""The HTTP app: routes under /v1, the bearer authenticator, memctx's errors as 4xx answers.
+
+Owns: assembling FastAPI around one memctx `App` (the owner's pool, used only to resolve
+credentials and for /readyz; every handler works through `Caller.app`, scoped by RLS).
+`serve_app` is the factory `memctx serve` hands to uvicorn (one App per worker process).
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from api import errors
+from api.auth import Authenticator
+from api.routes import ROUTERS
+from memctx.app import App, open_app
+from memctx.config import Settings
+
+
+def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False) -> FastAPI:
+    """The API over `app`; with close_on_shutdown, closing `app` when the server stops."""
+
+    @asynccontextmanager
+    async def lifespan(running: FastAPI):
+        yield
+        running.state.upstream.close()  # the proxy's HTTP connections
+        if close_on_shutdown:
+            app.close()
+
+    api = FastAPI(title="memctx", version="1", lifespan=lifespan,
+                  description="Memory and context for LLM chat apps. Send `Authorization: Bearer <API key or "
+                              "Supabase JWT>`; every query runs as you under row-level security.")
+    api.state.memctx = app
+    api.state.settings = settings
+    api.state.authenticator = Authenticator(app, settings)
+    errors.install(api)
+    for router in ROUTERS:
+        api.include_router(router)
+    return api
+
+
+def serve_app() -> FastAPI:
+    """uvicorn's factory for `memctx serve`: settings from MEMCTX_* variables."""
+    settings = Settings()
+    return create_app(open_app(settings), settings, close_on_shutdown=True)

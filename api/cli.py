@@ -1,0 +1,77 @@
+"""`memctx serve` and `memctx keys create|list|revoke`, added to the `memctx` command line through
+the `memctx.commands` entry point (pyproject.toml), so that the core never imports the API."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from memctx.config import Settings
+
+keys_app = typer.Typer(help="API keys of the HTTP API (shown once, stored hashed).", no_args_is_help=True)
+
+
+def serve_cmd(host: Optional[str] = typer.Option(None, help="listen address (MEMCTX_API_HOST, 127.0.0.1)"),
+              port: Optional[int] = typer.Option(None, help="listen port (MEMCTX_API_PORT, 8080)"),
+              workers: Optional[int] = typer.Option(None, min=1, help="worker processes (MEMCTX_API_WORKERS)")
+              ) -> None:
+    """Serve the HTTP API (routes under /v1; /healthz, /readyz)."""
+    import uvicorn
+
+    settings = Settings()
+    uvicorn.run("api.app:serve_app", factory=True, host=host or settings.api_host,
+                port=settings.api_port if port is None else port, workers=workers or settings.api_workers)
+
+
+@keys_app.command("create")
+def create_cmd(user: str = typer.Option(..., help="the key's user UUID"),
+               name: Optional[str] = typer.Option(None, help="a name to recognize the key by")) -> None:
+    """Make an API key for a user and print it: it is shown this once."""
+    from memctx import keys
+    from memctx.app import open_app
+    from memctx.cli.common import BAD_INPUT, fail, parse_uuid
+    from memctx.models import InvalidInput
+
+    owner = parse_uuid(user, "--user")
+    with open_app(Settings()) as memctx_app:
+        try:
+            made = keys.create_key(memctx_app.pool, owner, name)
+        except InvalidInput as exc:
+            fail(str(exc), BAD_INPUT)
+    print(json.dumps({**made.key.as_json(), "key": made.secret}))
+
+
+@keys_app.command("list")
+def list_cmd(user: str = typer.Option(..., help="the user UUID")) -> None:
+    """A user's keys, one JSON line each (never the key itself)."""
+    from memctx import keys
+    from memctx.app import open_app
+    from memctx.cli.common import parse_uuid
+
+    owner = parse_uuid(user, "--user")
+    with open_app(Settings()) as memctx_app:
+        for key in keys.list_keys(memctx_app.pool, owner):
+            print(json.dumps(key.as_json()))
+
+
+@keys_app.command("revoke")
+def revoke_cmd(key_id: str = typer.Argument(..., help="the key's id (from `keys list`)")) -> None:
+    """Revoke a key: requests with it get 401 from now on."""
+    from memctx import keys
+    from memctx.app import open_app
+    from memctx.cli.common import BAD_INPUT, fail, parse_uuid
+
+    key = parse_uuid(key_id, "key id")
+    with open_app(Settings()) as memctx_app:
+        try:
+            revoked = keys.revoke_key(memctx_app.pool, key)
+        except LookupError as exc:
+            fail(str(exc), BAD_INPUT)
+    print(json.dumps(revoked.as_json()))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_cmd)
+    app.add_typer(keys_app, name="keys")

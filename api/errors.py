@@ -1,0 +1,33 @@
+"""memctx's refusals as HTTP answers: bad input is a 422 naming the field, an unknown or another
+tenant's conversation a 404, the same for both. Nothing here decides; it only translates."""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
+
+from memctx.assemble import BudgetTooSmall
+from memctx.models import InvalidInput
+from memctx.store import UnknownConversation
+
+
+def field_error(loc: list[str | int], message: str) -> NoReturn:
+    """A 422 shaped like FastAPI's own validation errors."""
+    raise HTTPException(422, [{"loc": loc, "msg": message, "type": "value_error"}])
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(InvalidInput)
+    async def invalid_input(request: Request, exc: InvalidInput) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=422)
+
+    @app.exception_handler(BudgetTooSmall)
+    async def budget_too_small(request: Request, exc: BudgetTooSmall) -> JSONResponse:
+        return JSONResponse({"detail": [{"loc": ["body", "token_budget"], "msg": str(exc), "type": "value_error"}]},
+                            status_code=422)
+
+    @app.exception_handler(UnknownConversation)
+    async def unknown_conversation(request: Request, exc: UnknownConversation) -> JSONResponse:
+        return JSONResponse({"detail": "conversation not found"}, status_code=404)

@@ -1,0 +1,60 @@
+"""The working context for a new message, and memory search across the caller's conversations."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, time, timedelta, timezone
+from typing import Any
+
+from fastapi import APIRouter
+
+from api.deps import CallerDep, ConversationPath, SettingsDep, conversation_id
+from api.errors import field_error
+from api.schemas import ContextIn, SearchIn, TimeWindow
+from memctx.assemble import assembler_for
+from memctx.retrieve import search_memories
+
+router = APIRouter(prefix="/v1", tags=["context"])
+
+# A named time range reaches this far back from now ("today": since midnight UTC).
+_RANGES = {"week": timedelta(days=7), "month": timedelta(days=30)}
+
+
+@router.post("/conversations/{conversation}/context")
+def working_context(conversation: ConversationPath, body: ContextIn, who: CallerDep,
+                    settings: SettingsDep) -> dict[str, Any]:
+    """The WorkingContext for a new message within `token_budget` tokens, as `memctx context --json`
+    prints it: `messages` to send to the model, and where every line came from (`sections`,
+    `sources`), what was `dropped` or `compressed`, and `timings_ms`."""
+    if body.token_budget > settings.api_max_token_budget:
+        field_error(["body", "token_budget"], f"token_budget must be at most {settings.api_max_token_budget}")
+    conv = conversation_id(who, conversation)
+    assembler = assembler_for(who.app)
+    wc = assembler.get_working_context(who.user_id, conv, body.query, body.token_budget,
+                                       system_prompt=body.system_prompt, status_quo=body.status_quo or None,
+                                       options=replace(assembler.options, scope=body.scope))
+    return wc.as_json()
+
+
+@router.post("/search")
+def search(body: SearchIn, who: CallerDep, settings: SettingsDep) -> dict[str, Any]:
+    """Memories of the caller (messages and summaries with their neighbours), best first."""
+    if body.limit > settings.api_max_page:
+        field_error(["body", "limit"], f"limit must be at most {settings.api_max_page}")
+    conv = conversation_id(who, body.conversation_id) if body.conversation_id is not None else None
+    memories = search_memories(who.app, who.user_id, body.query, conv, time_range(body.time_range),
+                               limit=body.limit)
+    return {"memories": [m.as_json() for m in memories]}
+
+
+def time_range(value: str | TimeWindow, now: datetime | None = None) -> tuple[datetime | None, datetime | None] | None:
+    now = now or datetime.now(timezone.utc)
+    if isinstance(value, TimeWindow):
+        if value.since and value.until and value.since > value.until:
+            field_error(["body", "time_range", "since"], "since is after until")
+        return value.since, value.until
+    if value == "all":
+        return None
+    if value == "today":
+        return datetime.combine(now.date(), time(), timezone.utc), None
+    return now - _RANGES[value], None

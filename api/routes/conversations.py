@@ -1,0 +1,44 @@
+"""Conversations: create (get-or-create by external id), list (paged), get, delete."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from api.deps import CallerDep, ConversationPath, SettingsDep, conversation_id
+from api.errors import field_error
+from api.schemas import ConversationIn, ConversationOut, ConversationPage
+
+router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
+
+
+@router.post("", status_code=201, response_model=ConversationOut)
+def create_conversation(body: ConversationIn, who: CallerDep) -> ConversationOut:
+    """Create a conversation; with an `external_id` you already used, the existing one is returned."""
+    conv = who.app.store.create_conversation(who.user_id, external_id=body.external_id, title=body.title,
+                                             metadata=body.metadata)
+    return ConversationOut.model_validate(conv)
+
+
+@router.get("", response_model=ConversationPage)
+def list_conversations(who: CallerDep, settings: SettingsDep, limit: Annotated[int, Query(ge=1)] = 100,
+                       offset: Annotated[int, Query(ge=0, le=2**31)] = 0) -> ConversationPage:
+    """The caller's conversations, most recently active first."""
+    if limit > settings.api_max_page:
+        field_error(["query", "limit"], f"limit must be at most {settings.api_max_page}")
+    convs = who.app.store.list_conversations(who.user_id, limit=limit + 1, offset=offset)
+    return ConversationPage(items=[ConversationOut.model_validate(c) for c in convs[:limit]],
+                            next_offset=offset + limit if len(convs) > limit else None)
+
+
+@router.get("/{conversation}", response_model=ConversationOut)
+def get_conversation(conversation: ConversationPath, who: CallerDep) -> ConversationOut:
+    return ConversationOut.model_validate(who.app.store.find_conversation(who.user_id, conversation))
+
+
+@router.delete("/{conversation}", status_code=204)
+def delete_conversation(conversation: ConversationPath, who: CallerDep) -> Response:
+    """Delete a conversation and everything derived from it."""
+    who.app.store.delete_conversation(who.user_id, conversation_id(who, conversation))
+    return Response(status_code=204)

@@ -1,0 +1,149 @@
+"""The HTTP API's request and response bodies (pydantic), and so its OpenAPI schema.
+
+Owns: the shapes clients rely on and the refusals that need no database: text Postgres cannot
+store (NUL bytes, invalid UTF-8), unknown roles, negative or huge numbers, unknown fields. Each
+refusal is a 422 whose `loc` names the field. Message content (typed blocks) is checked by
+memctx itself (`NewMessage.build`), as for every other way in.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from memctx.models import Role, check_json, check_text
+
+# Larger than any sane value, smaller than a Postgres bigint.
+MAX_SEQ = 2**62
+
+
+def _text(value: str) -> str:
+    return check_text(value, "text")
+
+
+def _json(value: dict[str, Any]) -> dict[str, Any]:
+    check_json(value, "metadata")
+    return value
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
+
+
+Text = Annotated[str, AfterValidator(_text)]
+Metadata = Annotated[dict[str, Any], AfterValidator(_json)]
+Timestamp = Annotated[datetime, AfterValidator(_utc)]
+# A conversation in a path or body: its memctx UUID or the caller's own external id.
+ConversationName = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_text)]
+Query = Annotated[str, Field(min_length=1, max_length=100_000), AfterValidator(_text)]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+# Conversations ---------------------------------------------------------------------------------
+class ConversationIn(Body):
+    external_id: Annotated[Text | None, Field(max_length=1000)] = None
+    title: Annotated[Text | None, Field(max_length=10_000)] = None
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class ConversationOut(Out):
+    id: UUID
+    external_id: str | None
+    title: str | None
+    metadata: dict[str, Any]
+    message_count: int
+    created_at: datetime
+    last_message_at: datetime | None
+    closed_at: datetime | None
+
+
+class ConversationPage(BaseModel):
+    items: list[ConversationOut]
+    next_offset: int | None = Field(description="offset of the next page; null on the last one")
+
+
+# Messages --------------------------------------------------------------------------------------
+class MessageIn(Body):
+    role: Role
+    content: str | list[dict[str, Any]] = Field(
+        description="a string, or typed blocks: text {text}, image {url, caption}, tool_call {name, arguments}, "
+                    "tool_result {content}, thinking {text}")
+    id: Annotated[Text | None, Field(max_length=1000)] = Field(
+        default=None, description="your id of the message; a message whose id is already stored is skipped")
+    created_at: Timestamp | None = None
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class MessagesIn(Body):
+    messages: list[MessageIn] = Field(min_length=1, description="appended in order, in one transaction")
+
+
+class MessageOut(Out):
+    id: UUID
+    seq: int
+    role: str
+    content: list[dict[str, Any]]
+    text: str
+    external_id: str | None
+    token_count: int | None
+    created_at: datetime
+    metadata: dict[str, Any]
+
+
+class MessagesOut(BaseModel):
+    messages: list[MessageOut]
+
+
+class MessagePage(BaseModel):
+    items: list[MessageOut]
+    next_after_seq: int | None = Field(description="after_seq of the next page; null on the last one")
+
+
+# Context and search ------------------------------------------------------------------------------
+class ContextIn(Body):
+    query: Query = Field(description="the user's new message")
+    token_budget: int = Field(ge=1, description="tokens of the whole context, system prompt and query included")
+    system_prompt: Annotated[Text | None, Field(max_length=100_000)] = None
+    scope: Literal["conversation", "user"] = Field(
+        default="conversation", description="search memories in this conversation or in all of the caller's")
+    status_quo: bool = Field(default=False, description="the last raw messages instead (a baseline)")
+
+
+class TimeWindow(Body):
+    since: Timestamp | None = None
+    until: Timestamp | None = None
+
+
+class SearchIn(Body):
+    query: Query
+    conversation_id: ConversationName | None = None
+    time_range: Literal["today", "week", "month", "all"] | TimeWindow = "all"
+    limit: int = Field(default=10, ge=1)
+
+
+# Summaries and long-term memory ---------------------------------------------------------------------
+class SummaryEditIn(Body):
+    text: Annotated[Text, Field(min_length=1, max_length=100_000)]
+
+
+class SummaryOut(Out):
+    id: UUID
+    conversation_id: UUID
+    level: int
+    is_master: bool
+    content: str
+    first_seq: int
+    last_seq: int
+    token_count: int | None
+    edited: bool
+    created_at: datetime
