@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from api import errors
+from api import errors, observe, proxy
 from api.auth import Authenticator
 from api.routes import ROUTERS
 from memctx.app import App, open_app
@@ -37,10 +37,13 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
     errors.install(api)
     for router in ROUTERS:
         api.include_router(router)
+    proxy.install(api, settings)
+    observe.install(api)
     return api
 
 
 def serve_app() -> FastAPI:
     """uvicorn's factory for `memctx serve`: settings from MEMCTX_* variables."""
     settings = Settings()
+    observe.configure_logging()
     return create_app(open_app(settings), settings, close_on_shutdown=True)

@@ -104,6 +104,20 @@ class Settings(BaseSettings):
     context_system_prompt: str = Field(default="You are a helpful assistant. Use the conversation memory below "
                                                "when it is relevant.")
 
+    # The OpenAI-compatible proxy and the request log (api/) -------------------------------------
+    upstream_base_url: str | None = Field(default=None,
+                                          description="the proxy's OpenAI-compatible server; unset = OpenAI")
+    upstream_api_key: SecretStr | None = Field(default=None, description="the proxy's key for the upstream")
+    upstream_timeout_s: float = Field(default=120.0, gt=0, description="timeout of one upstream call")
+    proxy_token_budgets: dict[str, int] = Field(
+        default_factory=dict, description='context tokens per model, a JSON map: {"gpt-4o-mini": 8000}')
+    proxy_default_token_budget: int = Field(default=4_000, ge=1,
+                                            description="context tokens for a model not in proxy_token_budgets")
+    request_log_retention_days: float = Field(default=30.0, gt=0,
+                                              description="context_requests rows older than this are pruned")
+    idempotency_keep_hours: float = Field(default=24.0, gt=0,
+                                          description="how long an Idempotency-Key of the proxy is remembered")
+
     # HTTP API (api/, `memctx serve`) ------------------------------------------------------------
     api_host: str = Field(default="127.0.0.1", description="address `memctx serve` listens on")
     api_port: int = Field(default=8080, ge=0, le=65535, description="port `memctx serve` listens on")

@@ -10,6 +10,7 @@ from fastapi import APIRouter
 
 from api.deps import CallerDep, ConversationPath, SettingsDep, conversation_id
 from api.errors import field_error
+from api.observe import record_context
 from api.schemas import ContextIn, SearchIn, TimeWindow
 from memctx.assemble import assembler_for
 from memctx.retrieve import search_memories
@@ -33,6 +34,7 @@ def working_context(conversation: ConversationPath, body: ContextIn, who: Caller
     wc = assembler.get_working_context(who.user_id, conv, body.query, body.token_budget,
                                        system_prompt=body.system_prompt, status_quo=body.status_quo or None,
                                        options=replace(assembler.options, scope=body.scope))
+    record_context(who, conv, wc, "context")
     return wc.as_json()
 
 

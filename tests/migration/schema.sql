@@ -314,28 +314,43 @@ CREATE TABLE memctx.api_keys (
 
 
 --
--- Name: conversation_summaries; Type: TABLE; Schema: memctx; Owner: -
+-- Name: context_requests; Type: TABLE; Schema: memctx; Owner: -
 --
 
-CREATE TABLE memctx.conversation_summaries (
-    conversation_id uuid NOT NULL,
+CREATE TABLE memctx.context_requests (
+    id bigint NOT NULL,
     user_id uuid NOT NULL,
-    summary text NOT NULL,
-    key_facts jsonb DEFAULT '[]'::jsonb NOT NULL,
-    entities jsonb DEFAULT '{}'::jsonb NOT NULL,
-    topics jsonb DEFAULT '[]'::jsonb NOT NULL,
-    action_items jsonb DEFAULT '[]'::jsonb NOT NULL,
-    pending_questions jsonb DEFAULT '[]'::jsonb NOT NULL,
-    first_seq bigint DEFAULT 0 NOT NULL,
-    last_seq bigint DEFAULT 0 NOT NULL,
-    token_count integer,
-    embedding public.vector(384),
-    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, summary)) STORED,
+    conversation_id uuid NOT NULL,
+    kind text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT conversation_summaries_token_count_check CHECK ((token_count >= 0))
+    model text,
+    token_budget integer NOT NULL,
+    tokens_used integer NOT NULL,
+    full_history_tokens bigint NOT NULL,
+    timings_ms jsonb DEFAULT '{}'::jsonb NOT NULL,
+    sources jsonb DEFAULT '{}'::jsonb NOT NULL,
+    upstream_status smallint,
+    CONSTRAINT context_requests_full_history_tokens_check CHECK ((full_history_tokens >= 0)),
+    CONSTRAINT context_requests_kind_check CHECK ((kind = ANY (ARRAY['context'::text, 'proxy'::text]))),
+    CONSTRAINT context_requests_sources_check CHECK ((jsonb_typeof(sources) = 'object'::text)),
+    CONSTRAINT context_requests_timings_ms_check CHECK ((jsonb_typeof(timings_ms) = 'object'::text)),
+    CONSTRAINT context_requests_token_budget_check CHECK ((token_budget >= 0)),
+    CONSTRAINT context_requests_tokens_used_check CHECK ((tokens_used >= 0))
 );
-ALTER TABLE ONLY memctx.conversation_summaries ALTER COLUMN embedding SET STORAGE PLAIN;
+
+
+--
+-- Name: context_requests_id_seq; Type: SEQUENCE; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.context_requests ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME memctx.context_requests_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 
 --
@@ -357,17 +372,29 @@ CREATE TABLE memctx.conversations (
 
 
 --
--- Name: embedding_space; Type: TABLE; Schema: memctx; Owner: -
+-- Name: messages; Type: TABLE; Schema: memctx; Owner: -
 --
 
-CREATE TABLE memctx.embedding_space (
-    singleton boolean DEFAULT true NOT NULL,
-    model text NOT NULL,
-    dim integer NOT NULL,
-    configured_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT embedding_space_dim_check CHECK (((dim >= 1) AND (dim <= 16000))),
-    CONSTRAINT embedding_space_singleton_check CHECK (singleton)
+CREATE TABLE memctx.messages (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    conversation_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    seq bigint NOT NULL,
+    role text NOT NULL,
+    content jsonb DEFAULT '[]'::jsonb NOT NULL,
+    text text DEFAULT ''::text NOT NULL,
+    external_id text,
+    token_count integer,
+    embedding public.vector(384),
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    inserted_at timestamp with time zone DEFAULT now() NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT messages_content_check CHECK ((jsonb_typeof(content) = 'array'::text)),
+    CONSTRAINT messages_role_check CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text, 'tool'::text, 'agent'::text, 'observer'::text]))),
+    CONSTRAINT messages_token_count_check CHECK ((token_count >= 0))
 );
+ALTER TABLE ONLY memctx.messages ALTER COLUMN embedding SET STORAGE PLAIN;
 
 
 --
@@ -405,6 +432,122 @@ ALTER TABLE ONLY memctx.summaries ALTER COLUMN embedding SET STORAGE PLAIN;
 
 
 --
+-- Name: summary_boards; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.summary_boards (
+    conversation_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    current_summary text DEFAULT ''::text NOT NULL,
+    context_notes text DEFAULT ''::text NOT NULL,
+    message_count integer DEFAULT 0 NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    update_frequency integer DEFAULT 5 NOT NULL,
+    version integer DEFAULT 0 NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    counts jsonb DEFAULT '{}'::jsonb NOT NULL,
+    items jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT summary_boards_update_frequency_check CHECK ((update_frequency >= 1))
+);
+
+
+--
+-- Name: conversation_overview; Type: VIEW; Schema: memctx; Owner: -
+--
+
+CREATE VIEW memctx.conversation_overview WITH (security_invoker='true') AS
+ SELECT c.id AS conversation_id,
+    c.user_id,
+    c.external_id,
+    c.title,
+    c.created_at,
+    c.last_message_at,
+    c.closed_at,
+    c.message_count,
+    COALESCE(m.tokens, (0)::bigint) AS message_tokens,
+    COALESCE(s.live, (0)::numeric) AS live_summaries,
+    COALESCE(s.by_level, '{}'::jsonb) AS summaries_by_level,
+    b.updated_at AS board_updated_at,
+    (now() - b.updated_at) AS board_age,
+    (c.last_seq - COALESCE(b.last_seq, (0)::bigint)) AS messages_since_board
+   FROM (((memctx.conversations c
+     LEFT JOIN LATERAL ( SELECT sum(x.token_count) AS tokens
+           FROM memctx.messages x
+          WHERE (x.conversation_id = c.id)) m ON (true))
+     LEFT JOIN LATERAL ( SELECT sum(l.n) AS live,
+            jsonb_object_agg(l.level, l.n) AS by_level
+           FROM ( SELECT
+                        CASE
+                            WHEN y.is_master THEN 'master'::text
+                            ELSE (y.level)::text
+                        END AS level,
+                    count(*) AS n
+                   FROM memctx.summaries y
+                  WHERE ((y.conversation_id = c.id) AND (y.superseded_at IS NULL))
+                  GROUP BY
+                        CASE
+                            WHEN y.is_master THEN 'master'::text
+                            ELSE (y.level)::text
+                        END) l) s ON (true))
+     LEFT JOIN memctx.summary_boards b ON ((b.conversation_id = c.id)));
+
+
+--
+-- Name: conversation_summaries; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.conversation_summaries (
+    conversation_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    summary text NOT NULL,
+    key_facts jsonb DEFAULT '[]'::jsonb NOT NULL,
+    entities jsonb DEFAULT '{}'::jsonb NOT NULL,
+    topics jsonb DEFAULT '[]'::jsonb NOT NULL,
+    action_items jsonb DEFAULT '[]'::jsonb NOT NULL,
+    pending_questions jsonb DEFAULT '[]'::jsonb NOT NULL,
+    first_seq bigint DEFAULT 0 NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    token_count integer,
+    embedding public.vector(384),
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, summary)) STORED,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT conversation_summaries_token_count_check CHECK ((token_count >= 0))
+);
+ALTER TABLE ONLY memctx.conversation_summaries ALTER COLUMN embedding SET STORAGE PLAIN;
+
+
+--
+-- Name: embedding_space; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.embedding_space (
+    singleton boolean DEFAULT true NOT NULL,
+    model text NOT NULL,
+    dim integer NOT NULL,
+    configured_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT embedding_space_dim_check CHECK (((dim >= 1) AND (dim <= 16000))),
+    CONSTRAINT embedding_space_singleton_check CHECK (singleton)
+);
+
+
+--
+-- Name: idempotency_keys; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.idempotency_keys (
+    user_id uuid NOT NULL,
+    key text NOT NULL,
+    conversation_id uuid NOT NULL,
+    request_hash text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    completed_at timestamp with time zone,
+    response jsonb,
+    CONSTRAINT idempotency_keys_key_check CHECK (((length(key) >= 1) AND (length(key) <= 255)))
+);
+
+
+--
 -- Name: live_summaries; Type: VIEW; Schema: memctx; Owner: -
 --
 
@@ -427,32 +570,6 @@ CREATE VIEW memctx.live_summaries WITH (security_invoker='true') AS
     updated_at
    FROM memctx.summaries s
   WHERE (superseded_at IS NULL);
-
-
---
--- Name: messages; Type: TABLE; Schema: memctx; Owner: -
---
-
-CREATE TABLE memctx.messages (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    conversation_id uuid NOT NULL,
-    user_id uuid NOT NULL,
-    seq bigint NOT NULL,
-    role text NOT NULL,
-    content jsonb DEFAULT '[]'::jsonb NOT NULL,
-    text text DEFAULT ''::text NOT NULL,
-    external_id text,
-    token_count integer,
-    embedding public.vector(384),
-    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    inserted_at timestamp with time zone DEFAULT now() NOT NULL,
-    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    CONSTRAINT messages_content_check CHECK ((jsonb_typeof(content) = 'array'::text)),
-    CONSTRAINT messages_role_check CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text, 'tool'::text, 'agent'::text, 'observer'::text]))),
-    CONSTRAINT messages_token_count_check CHECK ((token_count >= 0))
-);
-ALTER TABLE ONLY memctx.messages ALTER COLUMN embedding SET STORAGE PLAIN;
 
 
 --
@@ -503,28 +620,44 @@ CREATE TABLE memctx.schema_migrations (
 
 
 --
--- Name: summary_boards; Type: TABLE; Schema: memctx; Owner: -
+-- Name: token_savings; Type: VIEW; Schema: memctx; Owner: -
 --
 
-CREATE TABLE memctx.summary_boards (
-    conversation_id uuid NOT NULL,
-    user_id uuid NOT NULL,
-    current_summary text DEFAULT ''::text NOT NULL,
-    context_notes text DEFAULT ''::text NOT NULL,
-    key_facts jsonb DEFAULT '[]'::jsonb NOT NULL,
-    entities jsonb DEFAULT '{}'::jsonb NOT NULL,
-    topics jsonb DEFAULT '[]'::jsonb NOT NULL,
-    action_items jsonb DEFAULT '[]'::jsonb NOT NULL,
-    pending_questions jsonb DEFAULT '[]'::jsonb NOT NULL,
-    constraints jsonb DEFAULT '[]'::jsonb NOT NULL,
-    message_count integer DEFAULT 0 NOT NULL,
-    last_seq bigint DEFAULT 0 NOT NULL,
-    update_frequency integer DEFAULT 5 NOT NULL,
-    version integer DEFAULT 0 NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    counts jsonb DEFAULT '{}'::jsonb NOT NULL,
-    CONSTRAINT summary_boards_update_frequency_check CHECK ((update_frequency >= 1))
-);
+CREATE VIEW memctx.token_savings WITH (security_invoker='true') AS
+ SELECT user_id,
+    conversation_id,
+    kind,
+    date_trunc('day'::text, created_at) AS day,
+    count(*) AS requests,
+    sum(tokens_used) AS tokens_used,
+    sum(full_history_tokens) AS full_history_tokens,
+    sum(GREATEST((full_history_tokens - tokens_used), (0)::bigint)) AS tokens_saved,
+    round(((1)::numeric - ((sum(tokens_used))::numeric / NULLIF(sum(full_history_tokens), (0)::numeric))), 4) AS saved_share,
+    percentile_cont((0.5)::double precision) WITHIN GROUP (ORDER BY ((timings_ms ->> 'total'::text))::double precision) AS context_ms_p50,
+    percentile_cont((0.95)::double precision) WITHIN GROUP (ORDER BY ((timings_ms ->> 'total'::text))::double precision) AS context_ms_p95
+   FROM memctx.context_requests r
+  GROUP BY user_id, conversation_id, kind, (date_trunc('day'::text, created_at));
+
+
+--
+-- Name: worker_backlog; Type: VIEW; Schema: memctx; Owner: -
+--
+
+CREATE VIEW memctx.worker_backlog WITH (security_invoker='true') AS
+ SELECT user_id,
+    conversation_id,
+    count(*) FILTER (WHERE (processed_at IS NULL)) AS pending,
+    count(*) FILTER (WHERE ((processed_at IS NULL) AND (claimed_at IS NOT NULL))) AS claimed,
+    count(*) FILTER (WHERE ((processed_at IS NULL) AND (last_error IS NOT NULL))) AS failing,
+    max(attempts) FILTER (WHERE (processed_at IS NULL)) AS max_attempts,
+    min(created_at) FILTER (WHERE (processed_at IS NULL)) AS oldest_pending_at,
+    (now() - min(created_at) FILTER (WHERE (processed_at IS NULL))) AS lag,
+    max(processed_at) AS last_processed_at,
+    percentile_cont((0.5)::double precision) WITHIN GROUP (ORDER BY ((EXTRACT(epoch FROM (processed_at - created_at)))::double precision)) FILTER (WHERE (processed_at > (now() - '01:00:00'::interval))) AS recent_lag_p50_s,
+    percentile_cont((0.95)::double precision) WITHIN GROUP (ORDER BY ((EXTRACT(epoch FROM (processed_at - created_at)))::double precision)) FILTER (WHERE (processed_at > (now() - '01:00:00'::interval))) AS recent_lag_p95_s
+   FROM memctx.outbox o
+  GROUP BY user_id, conversation_id
+ HAVING (count(*) FILTER (WHERE (processed_at IS NULL)) > 0);
 
 
 --
@@ -618,6 +751,14 @@ ALTER TABLE ONLY memctx.api_keys
 
 
 --
+-- Name: context_requests context_requests_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.context_requests
+    ADD CONSTRAINT context_requests_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: conversation_summaries conversation_summaries_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
 --
 
@@ -655,6 +796,14 @@ ALTER TABLE ONLY memctx.conversations
 
 ALTER TABLE ONLY memctx.embedding_space
     ADD CONSTRAINT embedding_space_pkey PRIMARY KEY (singleton);
+
+
+--
+-- Name: idempotency_keys idempotency_keys_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.idempotency_keys
+    ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (user_id, key);
 
 
 --
@@ -761,6 +910,20 @@ CREATE INDEX api_keys_user_idx ON memctx.api_keys USING btree (user_id);
 
 
 --
+-- Name: context_requests_conversation_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX context_requests_conversation_idx ON memctx.context_requests USING btree (conversation_id, created_at);
+
+
+--
+-- Name: context_requests_user_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX context_requests_user_idx ON memctx.context_requests USING btree (user_id, created_at);
+
+
+--
 -- Name: conversation_summaries_embedding_hnsw; Type: INDEX; Schema: memctx; Owner: -
 --
 
@@ -786,6 +949,13 @@ CREATE INDEX conversation_summaries_user_idx ON memctx.conversation_summaries US
 --
 
 CREATE INDEX conversations_user_idx ON memctx.conversations USING btree (user_id, last_message_at DESC);
+
+
+--
+-- Name: idempotency_keys_created_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX idempotency_keys_created_idx ON memctx.idempotency_keys USING btree (user_id, created_at);
 
 
 --
@@ -943,11 +1113,27 @@ CREATE TRIGGER messages_enqueue AFTER INSERT ON memctx.messages REFERENCING NEW 
 
 
 --
+-- Name: context_requests context_requests_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.context_requests
+    ADD CONSTRAINT context_requests_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
 -- Name: conversation_summaries conversation_summaries_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
 --
 
 ALTER TABLE ONLY memctx.conversation_summaries
     ADD CONSTRAINT conversation_summaries_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: idempotency_keys idempotency_keys_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.idempotency_keys
+    ADD CONSTRAINT idempotency_keys_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
 
 
 --
@@ -1012,6 +1198,21 @@ CREATE POLICY api_keys_owner ON memctx.api_keys TO authenticated USING ((user_id
 
 
 --
+-- Name: context_requests; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.context_requests ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: context_requests context_requests_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY context_requests_owner ON memctx.context_requests TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
+   FROM memctx.conversations c
+  WHERE ((c.id = context_requests.conversation_id) AND (c.user_id = ( SELECT auth.uid() AS uid)))))));
+
+
+--
 -- Name: conversation_summaries; Type: ROW SECURITY; Schema: memctx; Owner: -
 --
 
@@ -1050,6 +1251,21 @@ ALTER TABLE memctx.embedding_space ENABLE ROW LEVEL SECURITY;
 --
 
 CREATE POLICY embedding_space_read ON memctx.embedding_space FOR SELECT TO anon, authenticated USING (true);
+
+
+--
+-- Name: idempotency_keys; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.idempotency_keys ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: idempotency_keys idempotency_keys_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY idempotency_keys_owner ON memctx.idempotency_keys TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
+   FROM memctx.conversations c
+  WHERE ((c.id = idempotency_keys.conversation_id) AND (c.user_id = ( SELECT auth.uid() AS uid)))))));
 
 
 --
@@ -1205,11 +1421,88 @@ GRANT SELECT(revoked_at) ON TABLE memctx.api_keys TO authenticated;
 
 
 --
--- Name: TABLE conversation_summaries; Type: ACL; Schema: memctx; Owner: -
+-- Name: TABLE context_requests; Type: ACL; Schema: memctx; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.conversation_summaries TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.conversation_summaries TO service_role;
+GRANT SELECT,DELETE ON TABLE memctx.context_requests TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.context_requests TO service_role;
+
+
+--
+-- Name: COLUMN context_requests.user_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(user_id) ON TABLE memctx.context_requests TO authenticated;
+
+
+--
+-- Name: COLUMN context_requests.conversation_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(conversation_id) ON TABLE memctx.context_requests TO authenticated;
+
+
+--
+-- Name: COLUMN context_requests.kind; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(kind) ON TABLE memctx.context_requests TO authenticated;
+
+
+--
+-- Name: COLUMN context_requests.created_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(created_at) ON TABLE memctx.context_requests TO authenticated;
+
+
+--
+-- Name: COLUMN context_requests.model; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(model) ON TABLE memctx.context_requests TO authenticated;
+
+
+--
+-- Name: COLUMN context_requests.token_budget; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(token_budget) ON TABLE memctx.context_requests TO authenticated;
+
+
+--
+-- Name: COLUMN context_requests.tokens_used; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(tokens_used) ON TABLE memctx.context_requests TO authenticated;
+
+
+--
+-- Name: COLUMN context_requests.full_history_tokens; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(full_history_tokens) ON TABLE memctx.context_requests TO authenticated;
+
+
+--
+-- Name: COLUMN context_requests.timings_ms; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(timings_ms) ON TABLE memctx.context_requests TO authenticated;
+
+
+--
+-- Name: COLUMN context_requests.sources; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(sources) ON TABLE memctx.context_requests TO authenticated;
+
+
+--
+-- Name: COLUMN context_requests.upstream_status; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(upstream_status) ON TABLE memctx.context_requests TO authenticated;
 
 
 --
@@ -1284,12 +1577,95 @@ GRANT INSERT(closed_at),UPDATE(closed_at) ON TABLE memctx.conversations TO authe
 
 
 --
--- Name: TABLE embedding_space; Type: ACL; Schema: memctx; Owner: -
+-- Name: TABLE messages; Type: ACL; Schema: memctx; Owner: -
 --
 
-GRANT SELECT ON TABLE memctx.embedding_space TO anon;
-GRANT SELECT ON TABLE memctx.embedding_space TO authenticated;
-GRANT SELECT ON TABLE memctx.embedding_space TO service_role;
+GRANT SELECT,DELETE ON TABLE memctx.messages TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.messages TO service_role;
+
+
+--
+-- Name: COLUMN messages.conversation_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(conversation_id),UPDATE(conversation_id) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.user_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(user_id),UPDATE(user_id) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.seq; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(seq),UPDATE(seq) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.role; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(role),UPDATE(role) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.content; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(content),UPDATE(content) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.text; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(text),UPDATE(text) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.external_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(external_id),UPDATE(external_id) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.token_count; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(token_count),UPDATE(token_count) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.embedding; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(embedding),UPDATE(embedding) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.created_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(created_at),UPDATE(created_at) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.inserted_at; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(inserted_at),UPDATE(inserted_at) ON TABLE memctx.messages TO authenticated;
+
+
+--
+-- Name: COLUMN messages.metadata; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(metadata),UPDATE(metadata) ON TABLE memctx.messages TO authenticated;
 
 
 --
@@ -1427,103 +1803,52 @@ GRANT INSERT(metadata),UPDATE(metadata) ON TABLE memctx.summaries TO authenticat
 
 
 --
+-- Name: TABLE summary_boards; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.summary_boards TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.summary_boards TO service_role;
+
+
+--
+-- Name: TABLE conversation_overview; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT ON TABLE memctx.conversation_overview TO authenticated;
+GRANT SELECT ON TABLE memctx.conversation_overview TO service_role;
+
+
+--
+-- Name: TABLE conversation_summaries; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.conversation_summaries TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.conversation_summaries TO service_role;
+
+
+--
+-- Name: TABLE embedding_space; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT ON TABLE memctx.embedding_space TO anon;
+GRANT SELECT ON TABLE memctx.embedding_space TO authenticated;
+GRANT SELECT ON TABLE memctx.embedding_space TO service_role;
+
+
+--
+-- Name: TABLE idempotency_keys; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.idempotency_keys TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.idempotency_keys TO service_role;
+
+
+--
 -- Name: TABLE live_summaries; Type: ACL; Schema: memctx; Owner: -
 --
 
 GRANT SELECT ON TABLE memctx.live_summaries TO authenticated;
 GRANT SELECT ON TABLE memctx.live_summaries TO service_role;
-
-
---
--- Name: TABLE messages; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT SELECT,DELETE ON TABLE memctx.messages TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.messages TO service_role;
-
-
---
--- Name: COLUMN messages.conversation_id; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(conversation_id),UPDATE(conversation_id) ON TABLE memctx.messages TO authenticated;
-
-
---
--- Name: COLUMN messages.user_id; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(user_id),UPDATE(user_id) ON TABLE memctx.messages TO authenticated;
-
-
---
--- Name: COLUMN messages.seq; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(seq),UPDATE(seq) ON TABLE memctx.messages TO authenticated;
-
-
---
--- Name: COLUMN messages.role; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(role),UPDATE(role) ON TABLE memctx.messages TO authenticated;
-
-
---
--- Name: COLUMN messages.content; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(content),UPDATE(content) ON TABLE memctx.messages TO authenticated;
-
-
---
--- Name: COLUMN messages.text; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(text),UPDATE(text) ON TABLE memctx.messages TO authenticated;
-
-
---
--- Name: COLUMN messages.external_id; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(external_id),UPDATE(external_id) ON TABLE memctx.messages TO authenticated;
-
-
---
--- Name: COLUMN messages.token_count; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(token_count),UPDATE(token_count) ON TABLE memctx.messages TO authenticated;
-
-
---
--- Name: COLUMN messages.embedding; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(embedding),UPDATE(embedding) ON TABLE memctx.messages TO authenticated;
-
-
---
--- Name: COLUMN messages.created_at; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(created_at),UPDATE(created_at) ON TABLE memctx.messages TO authenticated;
-
-
---
--- Name: COLUMN messages.inserted_at; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(inserted_at),UPDATE(inserted_at) ON TABLE memctx.messages TO authenticated;
-
-
---
--- Name: COLUMN messages.metadata; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT INSERT(metadata),UPDATE(metadata) ON TABLE memctx.messages TO authenticated;
 
 
 --
@@ -1620,11 +1945,19 @@ GRANT SELECT,USAGE ON SEQUENCE memctx.outbox_id_seq TO service_role;
 
 
 --
--- Name: TABLE summary_boards; Type: ACL; Schema: memctx; Owner: -
+-- Name: TABLE token_savings; Type: ACL; Schema: memctx; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.summary_boards TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.summary_boards TO service_role;
+GRANT SELECT ON TABLE memctx.token_savings TO authenticated;
+GRANT SELECT ON TABLE memctx.token_savings TO service_role;
+
+
+--
+-- Name: TABLE worker_backlog; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT ON TABLE memctx.worker_backlog TO authenticated;
+GRANT SELECT ON TABLE memctx.worker_backlog TO service_role;
 
 
 --

@@ -1,0 +1,221 @@
+"""The OpenAI-compatible memory proxy: memory for any OpenAI client by changing its `base_url`.
+
+Owns `POST /v1/chat/completions` and `GET /v1/models`. A chat request names its conversation (the
+`X-Memctx-Conversation` header or `metadata.memctx_conversation`: a UUID, or an external id that is
+created on first use). The proxy replaces the request's history with the working context for the
+model's token budget, stores the new messages, calls the upstream through the `openai` client with
+the caller's other parameters, stores the reply (tool calls as `tool_call` blocks) and answers
+with the upstream's response as it came: JSON or SSE bytes, or the upstream's error status and
+body. An `Idempotency-Key` makes a retry store nothing twice, and a completed one gets the stored
+reply. Everything it reads or writes goes through the caller's row-level-security scoped app.
+It does not build contexts (memctx.assemble) or decide formats (api.chat_format).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from contextlib import ExitStack
+from typing import Annotated, Any, Iterator
+from uuid import UUID
+
+import openai
+from fastapi import APIRouter, FastAPI, Header, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from api.auth import Caller
+from api.chat_format import ChatRequest, StreamReply, Turn, completion_as_stream, reply_message, split_turn, to_new_message
+from api.deps import CallerDep
+from api.errors import field_error
+from api.observe import UPSTREAM_DURATION, UPSTREAM_ERRORS, record_context
+from api.schemas import ConversationName
+from memctx.assemble import WorkingContext, assembler_for
+from memctx.config import Settings
+from memctx.store import UnknownConversation
+from memctx.store.requests import IdempotencyKey, claim_key, complete_key
+
+log = logging.getLogger("memctx.api.proxy")
+
+router = APIRouter(tags=["proxy"])
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+IdempotencyKeyHeader = Annotated[str | None, Header(min_length=1, max_length=255,
+                                                    description="a retry with the same key stores nothing twice")]
+ConversationHeader = Annotated[ConversationName | None, Header(
+    alias="X-Memctx-Conversation", description="the conversation: its UUID, or your external id (created on first use)")]
+
+
+def make_upstream(settings: Settings) -> openai.OpenAI:
+    """The upstream client; no retries of its own (the caller's client retries, with its key)."""
+    key = settings.upstream_api_key.get_secret_value() if settings.upstream_api_key else "unset"
+    return openai.OpenAI(base_url=settings.upstream_base_url or OPENAI_BASE_URL, api_key=key,
+                         timeout=settings.upstream_timeout_s, max_retries=0)
+
+
+def install(app: FastAPI, settings: Settings) -> None:
+    """Add the proxy's routes, with its upstream client, to the API."""
+    app.state.upstream = make_upstream(settings)
+    app.include_router(router)
+
+
+@router.get("/v1/models")
+def models(request: Request, who: CallerDep) -> Response:
+    """The upstream's model list, as it answers it."""
+    try:
+        raw = request.app.state.upstream.models.with_raw_response.list()
+    except openai.APIError as exc:
+        return _upstream_failure(exc, stream=False)
+    return Response(raw.http_response.content, raw.http_response.status_code,
+                    media_type=raw.http_response.headers.get("content-type"))
+
+
+@router.post("/v1/chat/completions")
+def chat_completions(body: ChatRequest, request: Request, who: CallerDep,
+                     conversation: ConversationHeader = None, idempotency_key: IdempotencyKeyHeader = None) -> Response:
+    """A chat completion with the conversation's memory: the request's history is replaced by the
+    working context for the model's budget; the new messages and the reply are stored."""
+    settings = who.app.settings
+    params = body.model_dump(exclude_unset=True)
+    name = conversation or (body.metadata or {}).get("memctx_conversation")
+    if not isinstance(name, str) or not name:
+        field_error(["header", "X-Memctx-Conversation"],
+                    "name the conversation: the X-Memctx-Conversation header or metadata.memctx_conversation")
+    turn = split_turn(params["messages"])
+    prepared = who.app.store.prepare([to_new_message(m) for m in turn.new])
+    conv = _conversation(who, name)
+    budget = settings.proxy_token_budgets.get(body.model, settings.proxy_default_token_budget)
+    tail_tokens = who.app.counter.count(json.dumps(turn.tail)) if turn.tail else 0
+    wc = assembler_for(who.app).get_working_context(who.user_id, conv, turn.query_text, budget - tail_tokens,
+                                                    system_prompt=turn.system_prompt)
+    # The same request streamed or not is the same request: a retry may ask for either shape.
+    hashed = {k: v for k, v in params.items() if k not in ("stream", "stream_options")}
+    request_hash = hashlib.sha256(json.dumps([str(conv), hashed], sort_keys=True, default=str).encode()).hexdigest()
+    with who.app.pool.connection() as conn:
+        key = claim_key(conn, user_id=who.user_id, key=idempotency_key, conversation_id=conv,
+                        request_hash=request_hash, keep_hours=settings.idempotency_keep_hours) if idempotency_key else None
+        if key is not None and key.request_hash != request_hash:
+            field_error(["header", "Idempotency-Key"], "this key was used for another request")
+        if key is not None and key.completed_at is not None:
+            return _replay(key, stream=bool(body.stream))
+        stored = who.app.store.append_messages(who.user_id, conv, prepared, embed=False, conn=conn) \
+            if key is None or key.created else []
+    call = _Call(who, conv, wc, turn, body.model, idempotency_key, stored[-1].seq if stored else None)
+    upstream: openai.OpenAI = request.app.state.upstream
+    messages = [*wc.messages[:-1], turn.query, *turn.tail]
+    extra = _passed_through(params)
+    if body.stream:
+        return call.stream(upstream, messages, extra)
+    return call.once(upstream, messages, extra)
+
+
+def _conversation(who: Caller, name: str) -> UUID:
+    """The caller's conversation by UUID or external id; a new external id creates it, an unknown
+    UUID (perhaps another tenant's) is a 404."""
+    try:
+        return who.app.store.find_conversation(who.user_id, name).id
+    except UnknownConversation:
+        try:
+            UUID(name)
+        except ValueError:
+            return who.app.store.create_conversation(who.user_id, external_id=name).id
+        raise
+
+
+def _passed_through(params: dict[str, Any]) -> dict[str, Any]:
+    """The caller's parameters for the upstream: all but model, messages and stream, and the
+    metadata without memctx's own key."""
+    extra = {k: v for k, v in params.items() if k not in ("model", "messages", "stream")}
+    metadata = {k: v for k, v in (extra.pop("metadata", None) or {}).items() if k != "memctx_conversation"}
+    if metadata:
+        extra["metadata"] = metadata
+    return extra
+
+
+def _replay(key: IdempotencyKey, *, stream: bool) -> Response:
+    """The stored reply of a completed Idempotency-Key, in the shape the retry asked for."""
+    if stream:
+        return StreamingResponse(completion_as_stream(key.response or {}), media_type="text/event-stream")
+    return JSONResponse(key.response)
+
+
+def _upstream_failure(exc: openai.APIError, *, stream: bool) -> Response:
+    """The upstream's error as it answered it; no answer at all is a 504 (timeout) or 502."""
+    if isinstance(exc, openai.APIStatusError):
+        UPSTREAM_ERRORS.labels(str(exc.status_code)).inc()
+        return Response(exc.response.content, exc.status_code, media_type=exc.response.headers.get("content-type"))
+    timeout = isinstance(exc, openai.APITimeoutError)
+    UPSTREAM_ERRORS.labels("timeout" if timeout else "connection").inc()
+    log.warning("upstream unreachable", extra={"fields": {"error": type(exc).__name__, "stream": stream}})
+    return JSONResponse({"error": {"message": "the upstream did not answer" if timeout else "the upstream is unreachable",
+                                   "type": "upstream_error", "code": "timeout" if timeout else "connection"}},
+                        status_code=504 if timeout else 502)
+
+
+class _Call:
+    """One upstream call of a chat request, and what is recorded when it ends."""
+
+    def __init__(self, who: Caller, conversation: UUID, wc: WorkingContext, turn: Turn, model: str,
+                 idempotency_key: str | None, query_seq: int | None) -> None:
+        self.who, self.conversation, self.wc, self.turn = who, conversation, wc, turn
+        self.model, self.idempotency_key, self.query_seq = model, idempotency_key, query_seq
+        self.started = time.perf_counter()
+        self.streamed = False
+
+    def once(self, upstream: openai.OpenAI, messages: list[dict], extra: dict[str, Any]) -> Response:
+        try:
+            raw = upstream.chat.completions.with_raw_response.create(model=self.model, messages=messages,
+                                                                     extra_body=extra)
+        except openai.APIError as exc:
+            self._record(None, exc)
+            return _upstream_failure(exc, stream=False)
+        http = raw.http_response
+        self._record(http.json(), None, status=http.status_code)
+        return Response(http.content, http.status_code, media_type=http.headers.get("content-type"))
+
+    def stream(self, upstream: openai.OpenAI, messages: list[dict], extra: dict[str, Any]) -> Response:
+        self.streamed = True
+        stack = ExitStack()
+        try:
+            http = stack.enter_context(upstream.chat.completions.with_streaming_response.create(
+                model=self.model, messages=messages, stream=True, extra_body=extra)).http_response
+        except openai.APIError as exc:
+            stack.close()
+            self._record(None, exc)
+            return _upstream_failure(exc, stream=True)
+
+        def relay() -> Iterator[bytes]:
+            # The reply is stored before the chunk holding [DONE] is passed on: a client that has
+            # read the whole stream finds it stored.
+            reply, recorded = StreamReply(), False
+            with stack:
+                for chunk in http.iter_bytes():
+                    reply.feed(chunk)
+                    if reply.done and not recorded:
+                        self._record(reply.completion(), None, status=http.status_code)
+                        recorded = True
+                    yield chunk
+            if not recorded:  # the stream ended without [DONE]: nothing to store, the call is logged
+                self._record(None, None, status=http.status_code)
+
+        return StreamingResponse(relay(), http.status_code, media_type=http.headers.get("content-type"))
+
+    def _record(self, completion: dict[str, Any] | None, error: openai.APIError | None, *,
+                status: int | None = None) -> None:
+        """Store the reply (once per Idempotency-Key) and log the call, in one transaction."""
+        elapsed = time.perf_counter() - self.started
+        UPSTREAM_DURATION.labels("true" if self.streamed else "false").observe(elapsed)
+        if isinstance(error, openai.APIStatusError):
+            status = error.status_code
+        elif error is not None:
+            status = 504 if isinstance(error, openai.APITimeoutError) else 502
+        who = self.who
+        with who.app.pool.connection() as conn:
+            reply = reply_message(completion) if completion else None
+            first = reply is not None and (self.idempotency_key is None or complete_key(
+                conn, user_id=who.user_id, key=self.idempotency_key, response=completion))
+            if first:
+                who.app.store.append_messages(who.user_id, self.conversation, [reply], embed=False, conn=conn)
+            record_context(who, self.conversation, self.wc, "proxy", query_stored_at=self.query_seq, model=self.model,
+                           timings_ms={"upstream": round(elapsed * 1000, 3)}, upstream_status=status, conn=conn)

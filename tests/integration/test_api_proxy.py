@@ -1,0 +1,219 @@
+"""The OpenAI-compatible proxy, driven by the real `openai` client against a real uvicorn server,
+whose upstream is a real OpenAI-compatible HTTP server on loopback that records what it receives."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import httpx
+import openai
+import pytest
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from api_support import serve
+from memctx.config import Settings
+from support import row_counts
+
+CALL = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}
+PIECES = ["Your cat ", "is called ", "Miso."]
+
+
+def _upstream_app(received: list[dict]) -> FastAPI:
+    """An OpenAI-compatible server: model `fake-error` answers 429, `fake-tools` a tool call, any
+    other a text reply; `stream: true` answers in SSE chunks."""
+    upstream = FastAPI()
+
+    @upstream.get("/v1/models")
+    def models():
+        return {"object": "list", "data": [{"id": "fake-model", "object": "model", "created": 0, "owned_by": "test"}]}
+
+    @upstream.post("/v1/chat/completions")
+    async def chat(request: Request):
+        body = await request.json()
+        received.append({"body": body, "authorization": request.headers.get("authorization")})
+        n = len(received)
+        if body["model"] == "fake-error":
+            return JSONResponse({"error": {"message": "slow down", "type": "rate_limit_error", "code": "rate_limited"}},
+                                status_code=429)
+        tools = body["model"] == "fake-tools"
+        if body.get("stream"):
+            head = {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "created": 1, "model": body["model"]}
+            deltas = ([{"role": "assistant", "tool_calls": [{"index": 0, **CALL}]}] if tools
+                      else [{"role": "assistant", "content": p} for p in PIECES])
+
+            def events():
+                for i, delta in enumerate(deltas):
+                    last = i == len(deltas) - 1
+                    yield "data: " + json.dumps({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": (
+                        "tool_calls" if tools else "stop") if last else None}]}) + "\n\n"
+                yield "data: [DONE]\n\n"
+
+            return StreamingResponse(events(), media_type="text/event-stream")
+        message = ({"role": "assistant", "content": None, "tool_calls": [CALL]} if tools
+                   else {"role": "assistant", "content": "".join(PIECES)})
+        return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 1, "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tools else "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                "upstream_only_field": "kept"}
+
+    return upstream
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    received: list[dict] = []
+    with serve(_upstream_app(received)) as url:
+        yield url, received
+
+
+@pytest.fixture
+def received(upstream):
+    upstream[1].clear()
+    return upstream[1]
+
+
+@pytest.fixture
+def settings(database_url, upstream):
+    return Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, upstream_base_url=upstream[0] + "/v1",
+                    upstream_api_key="upstream-secret", proxy_token_budgets={"fake-model": 1500})
+
+
+@pytest.fixture
+def alice():
+    return uuid.uuid4()
+
+
+@pytest.fixture
+def client(api_server, api_key_for, alice):
+    with openai.OpenAI(base_url=api_server + "/v1", api_key=api_key_for(alice), max_retries=0,
+                       default_headers={"X-Memctx-Conversation": "chat-1"}) as alices:
+        yield alices
+
+
+def _stored(app, user, name="chat-1"):
+    conv = app.store.find_conversation(user, name)
+    return [(m.role, m.content) for m in app.store.list_messages(user, conv.id)]
+
+
+def _text(blocks):
+    return "\n".join(b.get("text", "") for b in blocks)
+
+
+def test_the_working_context_replaces_the_history_and_the_turn_is_stored(client, received, app, alice):
+    first = client.chat.completions.create(model="fake-model", temperature=0.3, messages=[
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "My cat is called Miso."}])
+    assert first.choices[0].message.content == "Your cat is called Miso."
+    second = client.chat.completions.create(model="fake-model", messages=[
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "My cat is called Miso."},
+        {"role": "assistant", "content": "A HISTORY ONLY THE CLIENT HAS"}, {"role": "user", "content": "What is my cat called?"}])
+    assert second.id == "chatcmpl-2"
+    sent = received[1]["body"]
+    assert sent["messages"][0]["role"] == "system" and sent["messages"][0]["content"].startswith("Be brief.")
+    assert sent["messages"][-1] == {"role": "user", "content": "What is my cat called?"}
+    history = json.dumps(sent["messages"])
+    assert "A HISTORY ONLY THE CLIENT HAS" not in history  # replaced by memory ...
+    assert "My cat is called Miso." in history  # ... which holds the stored first turn
+    assert received[0]["body"]["temperature"] == 0.3  # the caller's parameters pass through
+    assert received[0]["authorization"] == "Bearer upstream-secret"  # never the caller's memctx key
+    assert [(role, _text(blocks)) for role, blocks in _stored(app, alice)] == [
+        ("user", "My cat is called Miso."), ("assistant", "Your cat is called Miso."),
+        ("user", "What is my cat called?"), ("assistant", "Your cat is called Miso.")]
+
+
+def test_the_upstream_response_comes_back_unchanged_and_the_call_is_logged(api_server, api_key_for, received, app, alice):
+    with httpx.Client(base_url=api_server, headers={"Authorization": f"Bearer {api_key_for(alice)}"}) as http:
+        answer = http.post("/v1/chat/completions", json={
+            "model": "fake-model", "messages": [{"role": "user", "content": "hi"}],
+            "metadata": {"memctx_conversation": "by-metadata", "trace": "t1"}})
+    assert answer.status_code == 200
+    assert answer.json()["upstream_only_field"] == "kept"
+    assert received[0]["body"]["metadata"] == {"trace": "t1"}  # memctx's own key is not passed on
+    with app.pool.connection() as conn:
+        log = conn.execute("select kind, model, token_budget, tokens_used, upstream_status, timings_ms "
+                           "from memctx.context_requests").fetchall()
+    assert [(r["kind"], r["model"], r["token_budget"], r["upstream_status"]) for r in log] == [
+        ("proxy", "fake-model", 1500, 200)]
+    assert log[0]["tokens_used"] > 0 and log[0]["timings_ms"]["upstream"] > 0
+    assert [role for role, _ in _stored(app, alice, "by-metadata")] == ["user", "assistant"]
+
+
+def test_streaming_passes_the_chunks_through_and_stores_the_reply(client, received, app, alice):
+    stream = client.chat.completions.create(model="fake-model", stream=True,
+                                            messages=[{"role": "user", "content": "What is my cat called?"}])
+    pieces = [c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content]
+    assert pieces == PIECES
+    assert received[0]["body"]["stream"] is True
+    assert [(role, _text(blocks)) for role, blocks in _stored(app, alice)] == [
+        ("user", "What is my cat called?"), ("assistant", "Your cat is called Miso.")]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_calls_are_stored_as_blocks_and_the_tool_loop_reaches_the_upstream(client, received, app, alice, stream):
+    ask = {"role": "user", "content": "Weather in Oslo?"}
+    first = client.chat.completions.create(model="fake-tools", messages=[ask], stream=stream)
+    calls = ([c.choices[0].delta.tool_calls[0] for c in first if c.choices and c.choices[0].delta.tool_calls]
+             if stream else first.choices[0].message.tool_calls)
+    assert [(c.id, c.function.name, c.function.arguments) for c in calls] == [("call_1", "weather", '{"city": "Oslo"}')]
+    loop = [{"role": "assistant", "content": None, "tool_calls": [CALL]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "12 degrees"}]
+    client.chat.completions.create(model="fake-model", messages=[ask, *loop])
+    assert received[1]["body"]["messages"][-3:] == [ask, *loop]
+    assert _stored(app, alice) == [
+        ("user", [{"type": "text", "text": "Weather in Oslo?"}]),
+        ("assistant", [{"type": "tool_call", "id": "call_1", "name": "weather", "arguments": '{"city": "Oslo"}'}]),
+        ("tool", [{"type": "tool_result", "content": "12 degrees", "tool_call_id": "call_1"}]),
+        ("assistant", [{"type": "text", "text": "Your cat is called Miso."}])]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_error_comes_back_as_it_is_and_the_message_is_stored_once(client, received, app, alice, stream):
+    for _ in range(2):  # a retry with the same Idempotency-Key
+        with pytest.raises(openai.RateLimitError) as caught:
+            client.chat.completions.create(model="fake-error", stream=stream, messages=[{"role": "user", "content": "hello?"}],
+                                           extra_headers={"Idempotency-Key": "retry-1"})
+        assert caught.value.status_code == 429
+        assert caught.value.body == {"message": "slow down", "type": "rate_limit_error", "code": "rate_limited"}
+    assert len(received) == 2
+    assert _stored(app, alice) == [("user", [{"type": "text", "text": "hello?"}])]
+
+
+def test_an_idempotency_key_retry_stores_nothing_twice_and_gets_the_stored_reply(client, received, app, alice):
+    ask = dict(model="fake-model", messages=[{"role": "user", "content": "Remember: the code is 4411."}],
+               extra_headers={"Idempotency-Key": "k-42"})
+    first = client.chat.completions.create(**ask)
+    again = client.chat.completions.create(**ask)
+    streamed = client.chat.completions.create(**ask, stream=True)
+    assert again.id == first.id and again.choices[0].message.content == first.choices[0].message.content
+    assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == first.choices[0].message.content
+    assert len(received) == 1
+    assert [role for role, _ in _stored(app, alice)] == ["user", "assistant"]
+    with pytest.raises(openai.UnprocessableEntityError):  # the same key for another request
+        client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "something else"}],
+                                       extra_headers={"Idempotency-Key": "k-42"})
+
+
+def test_another_users_conversation_is_not_found_and_untouched(client, api_server, api_key_for, received, app, alice):
+    client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "alice's secret"}])
+    alices = app.store.find_conversation(alice, "chat-1").id
+    mallorys_key = api_key_for(uuid.uuid4())
+    with app.pool.connection() as conn:
+        before = row_counts(conn)
+    with openai.OpenAI(base_url=api_server + "/v1", api_key=mallorys_key, max_retries=0) as mallory:
+        for stream in (False, True):
+            with pytest.raises(openai.NotFoundError):
+                mallory.chat.completions.create(model="fake-model", stream=stream,
+                                                messages=[{"role": "user", "content": "hi"}],
+                                                extra_headers={"X-Memctx-Conversation": str(alices)})
+    with app.pool.connection() as conn:
+        assert row_counts(conn) == before
+    assert len(received) == 1
+    with openai.OpenAI(base_url=api_server + "/v1", api_key="not-a-key", max_retries=0) as anonymous:
+        with pytest.raises(openai.AuthenticationError):
+            anonymous.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}],
+                                              extra_headers={"X-Memctx-Conversation": "x"})
+
+
+def test_models_are_passed_through(client):
+    assert [m.id for m in client.models.list()] == ["fake-model"]
