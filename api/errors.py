@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import NoReturn
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from memctx.assemble import BudgetTooSmall
@@ -19,6 +20,12 @@ def field_error(loc: list[str | int], message: str) -> NoReturn:
 
 
 def install(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def request_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's own answer, without echoing the input: it may not even be JSON (NaN, Infinity)
+        return JSONResponse({"detail": [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+                                        for e in exc.errors()]}, status_code=422)
+
     @app.exception_handler(InvalidInput)
     async def invalid_input(request: Request, exc: InvalidInput) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=422)
