@@ -11,18 +11,11 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
+from memctx.words import STOPWORDS, bare_words
 
-# Question scaffolding that matches everywhere and carries no topic. Postgres' english
-# configuration drops its own stop words; these are the frequent ones it keeps.
-_FILLER = frozenset("""
-what when where who whom whose which why how did does do done doing is are was were be been
-has have had will would could should can may might shall must the a an of to in on at for with
-by from about into over after before during than then there their they them this that these
-those it its he she his her hers him you your yours we our us i me my mine and or not no yes
-also any some many much more most very just like likely kind sort type thing things something
-get got go went gone make made take took say said tell told think thought know knew
-""".split())
+# What carries no topic in a query: the stop words, and question scaffolding ("what did she
+# say about…", "tell me…") that matches everywhere.
+_FILLER = STOPWORDS | frozenset("done knew know likely mine said say take tell think thought told took type whose".split())
 
 _TEMPORAL = re.compile(
     r"\b(when|what (?:date|day|month|year|time)|how long|how many (?:days|weeks|months|years)|"
@@ -44,17 +37,12 @@ class QueryAnalysis:
         return " | ".join(self.terms)
 
 
-def words(text: str) -> list[str]:
-    return [w.split("'")[0] for w in _WORD.findall(text)]
-
-
 def analyze(text: str, speakers: Iterable[str] = ()) -> QueryAnalysis:
     """Split `text` into search terms; names in `speakers` become a speaker signal instead."""
     known = {s.lower(): s for s in speakers if s}
     seen: dict[str, None] = {}
     named: dict[str, None] = {}
-    for word in words(text):
-        lower = word.lower()
+    for lower in bare_words(text):
         if lower in known:
             named[known[lower]] = None
             continue

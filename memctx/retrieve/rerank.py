@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Protocol, Sequence
 
-from memctx.retrieve.lexical import analyze, words
+from memctx.retrieve.lexical import analyze
 from memctx.retrieve.types import Memory
+from memctx.words import bare_words
 
 
 class Reranker(Protocol):
@@ -44,7 +45,7 @@ class TermOverlapReranker:
             return list(memories)
         out = []
         for memory in memories:
-            found = {w.lower() for w in words(memory.text)}
+            found = set(bare_words(memory.text))
             share = len(terms & found) / len(terms)
             out.append(replace(memory, score=memory.score * (1 + self.weight * share)))
         return sorted(out, key=lambda m: -m.score)

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Iterator, Sequence
 
 from memctx.summarize.types import SourceText
+from memctx.words import STOPWORDS, WORD, words
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
@@ -22,23 +23,6 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 
 # A sentence piece longer than this many words (or CJK characters) is split at clauses.
 MAX_UNIT_WORDS = 40
-
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are aren't as at be because been before
-being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
-don't down during each few for from further had hadn't has hasn't have haven't having he he'd
-he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into
-is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only
-or other ought our ours ourselves out over own same shan't she she'd she'll she's should
-shouldn't so some such than that that's the their theirs them themselves then there there's
-these they they'd they'll they're they've this those through to too under until up very was
-wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while
-who who's whom why why's will with won't would wouldn't you you'd you'll you're you've your yours
-yourself yourselves just really also get got gets getting go goes going gone went make made
-much many lot lots thing things something anything everything nothing one ones would could
-might must shall may us yeah yes yep oh ok okay like well even still back way kind sort
-im ive id dont cant wont thats its youre theyre lets gonna wanna gotta kinda sorta
-""".split())
 
 SMALL_TALK = frozenset("""
 hi hey hello hiya yo bye goodbye cya thanks thank thx ty welcome lol lmao haha hahaha hehe wow
@@ -67,7 +51,6 @@ _ABBREVIATIONS = frozenset(
 _BOUNDARY = re.compile(r"\s*\n\s*|[.!?…]+[\"'”’»)\]]*(?:\s+|$)|[。！？]+[」』”’)]*\s*")
 _CLAUSE = re.compile(r"(?<=[,;:，、；：])\s*|\s+[–—-]\s+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _NUMBER = re.compile(
     r"\d|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
     r"fifty|hundred|thousand|million|billion|dozen)\b",
@@ -290,10 +273,6 @@ def source_days(sources: Sequence[SourceText]) -> list[date]:
 
 # Words and cues ------------------------------------------------------------------------------
 
-def words(text: str) -> list[str]:
-    return _WORD.findall(text.replace("’", "'"))
-
-
 @lru_cache(maxsize=32768)
 def terms(text: str) -> tuple[str, ...]:
     """Lowercased content terms for TF-IDF: stopwords dropped, CJK runs as character bigrams."""
@@ -310,7 +289,7 @@ def names(sentence: str) -> list[str]:
     """Capitalized words that are probably names: not sentence-initial, not "I", not a
     month or weekday, and not a vocative ("Thanks, Mel!", "Hey Caroline!")."""
     found: list[str] = []
-    tokens = list(_WORD.finditer(sentence.replace("’", "'")))
+    tokens = list(WORD.finditer(sentence.replace("’", "'")))
     for i, m in enumerate(tokens):
         word = m.group()
         if i == 0 or len(word) < 2 or not word[0].isupper() or word in NOT_NAMES:

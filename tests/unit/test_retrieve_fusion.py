@@ -72,6 +72,12 @@ def test_analysis_drops_filler_and_turns_speaker_names_into_a_signal():
     assert a.tsquery == "lgbtq | support | group"
 
 
+def test_analysis_keeps_names_of_any_script_whole_and_drops_every_stop_word():
+    a = analyze("What did Melanie's friend Tomás do back in 2022 with one of the São Paulo crew?", ["Melanie"])
+    assert a.terms == ("friend", "tomás", "2022", "são", "paulo", "crew")  # not "tom", "s"; not "back", "one"
+    assert a.speakers == ("Melanie",)
+
+
 def test_tsquery_is_safe_for_hostile_input():
     a = analyze("foo & !bar | 'baz':* <-> (qux)")
     assert set(a.tsquery.replace("|", " ").split()) == {"foo", "bar", "baz", "qux"}
