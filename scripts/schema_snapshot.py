@@ -47,20 +47,17 @@ HEADER = f"""\
 -- Regenerate: {COMMAND}
 
 -- Roles belong to the cluster, so pg_dump leaves them out; 0001 creates them where Supabase has not.
-do $$
-begin
-  if not exists (select 1 from pg_roles where rolname = 'anon') then
-    create role anon nologin noinherit;
-  end if;
-  if not exists (select 1 from pg_roles where rolname = 'authenticated') then
-    create role authenticated nologin noinherit;
-  end if;
-  if not exists (select 1 from pg_roles where rolname = 'service_role') then
-    create role service_role nologin noinherit bypassrls;
-  end if;
-end
-$$;
 """
+MIGRATIONS = ROOT / "migrations"
+
+
+def roles_block() -> str:
+    """0001's block that creates Supabase's roles where they are missing, as 0001 has it."""
+    text = (MIGRATIONS / "0001_init.sql").read_text()
+    found = re.search(r"^do \$\$\nbegin\n  if not exists \(select 1 from pg_roles.*?^\$\$;\n", text, re.S | re.M)
+    if found is None:
+        raise SystemExit("migrations/0001_init.sql no longer creates the roles in one do-block: update roles_block()")
+    return found.group(0)
 
 # Lines of pg_dump 18's output that are dropped: psql's \restrict and \unrestrict carry a random
 # key (and are not SQL); transaction_timeout is unknown before PostgreSQL 17; the version lines
@@ -76,7 +73,7 @@ def dump_schema(url: str) -> str:
                          check=True, capture_output=True, text=True).stdout
     body = "\n".join(line for line in out.splitlines() if not _DROP.match(line))
     body = re.sub(r"\n{3,}", "\n\n\n", body).strip("\n")
-    return f"{HEADER}\n{body}\n"
+    return f"{HEADER}{roles_block()}\n{body}\n"
 
 
 def build_and_dump() -> str:

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
+
+from memctx.models import NewMessage
+from memctx.summarize.types import SummaryDraft
+
+# The tables that hold a user's rows; each has RLS on user_id.
+TABLES = ("conversations", "messages", "summaries", "summary_boards", "working_memory_chunks",
+          "conversation_summaries", "outbox")
 
 
 def as_user(database_url: str, user) -> psycopg.Connection:
@@ -26,3 +34,58 @@ def row_counts(conn) -> dict[str, int]:
         "where n.nspname = 'memctx' and c.relkind in ('r', 'p') order by 1")]
     return {t: conn.execute(sql.SQL("select count(*) as n from memctx.{}").format(sql.Identifier(t))).fetchone()["n"]
             for t in tables}
+
+
+def seed_every_table(app, user):
+    """A conversation of `user` with a row in every table of TABLES, including a live master
+    summary; returns the conversation."""
+    conv = app.store.create_conversation(user, external_id="c")
+    app.store.append_messages(user, conv.id, [NewMessage.build("user", "my secret"), NewMessage.build("assistant", "ok")])
+    with app.pool.connection() as conn:
+        conn.execute("insert into memctx.summary_boards (conversation_id, user_id) values (%s, %s)", (conv.id, user))
+        conn.execute("""insert into memctx.summaries (conversation_id, user_id, level, is_master, content, source_kind,
+                                                      source_ids, first_seq, last_seq)
+                        select %s, %s, 1, true, 'sum', 'message', array_agg(id), 1, 2
+                          from memctx.messages where conversation_id = %s""", (conv.id, user, conv.id))
+        conn.execute("insert into memctx.working_memory_chunks (conversation_id, user_id, chunk_text) values (%s, %s, 'w')",
+                     (conv.id, user))
+        conn.execute("insert into memctx.conversation_summaries (conversation_id, user_id, summary) values (%s, %s, 's')",
+                     (conv.id, user))
+    return conv
+
+
+def run_concurrently(fn, n: int = 3) -> list:
+    """Call `fn` in `n` threads at once; its results, or the first exception any call raised."""
+    results, errors = [], []
+
+    def run():
+        try:
+            results.append(fn())
+        except Exception as exc:  # noqa: BLE001 - raised below, in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+class Verbose:
+    """A summarizer (an LLM, say) that writes far more than it was asked for; the board it
+    leaves to `inner`."""
+
+    name = "verbose"
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def summarize(self, sources, *, level, is_master, max_tokens, previous=None):
+        text = " ".join(s.text for s in sources) * 3
+        return SummaryDraft(content=text, token_count=len(text), summarizer=self.name)
+
+    def update_board(self, board, new_messages, *, max_tokens):
+        return self.inner.update_board(board, new_messages, max_tokens=max_tokens)

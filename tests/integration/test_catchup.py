@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from memctx.pipeline.board import get_board
 from memctx.store import DEFAULT_USER, UnknownConversation
 from memctx.store.ingest import load_file
 from memctx.summarize.chain import expected_chain
+from support import Verbose, run_concurrently
 
 USER = DEFAULT_USER
 
@@ -117,24 +119,6 @@ def test_no_summary_is_longer_than_what_it_summarizes(app, locomo_path):
         assert r["token_count"] <= r["covered_tokens"] // 2, r
         if not r["is_master"]:  # a master also folds its previous text, which is not a source row
             assert r["token_count"] <= r["source_tokens"] // 2, r
-
-
-class Verbose:
-    """A summarizer (an LLM, say) that writes far more than it was asked for."""
-
-    name = "verbose"
-
-    def __init__(self, inner):
-        self.inner = inner
-
-    def summarize(self, sources, *, level, is_master, max_tokens, previous=None):
-        from memctx.summarize.types import SummaryDraft
-
-        text = " ".join(s.text for s in sources) * 3
-        return SummaryDraft(content=text, token_count=len(text), summarizer=self.name)
-
-    def update_board(self, board, new_messages, *, max_tokens):
-        return self.inner.update_board(board, new_messages, max_tokens=max_tokens)
 
 
 def test_a_summarizer_that_overshoots_is_cut_to_under_its_sources(app, locomo_path):
@@ -259,24 +243,9 @@ def test_llm_outage_falls_back_to_extractive_and_is_counted(app):
 
 
 def test_concurrent_catch_ups_of_one_conversation_do_the_work_once(app, locomo_path):
-    import threading
-
     conv = app.store.create_conversation(USER)
     _sql_insert(app, conv.id, _locomo(locomo_path)[:60])
-    results, errors = [], []
-
-    def run():
-        try:
-            results.append(catchup.catch_up(app, USER, conv.id))
-        except Exception as exc:  # noqa: BLE001 - surfaced below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    results = run_concurrently(lambda: catchup.catch_up(app, USER, conv.id))
     assert sum(r.embedded_messages for r in results) == 60
     assert sum(r.summaries_written for r in results) == len([a for a in _actions(60, app)])
     assert _shape(catchup.live_chain(app, USER, conv.id)) == _expected_shape(60, app)
@@ -325,8 +294,6 @@ def test_eager_setting_embeds_every_summary_in_the_catch_up(app, locomo_path):
 
 
 def test_concurrent_backfills_never_embed_the_same_summary_twice(app, locomo_path):
-    import threading
-    import time
 
     class Slow:  # the real model, slowed so that the backfills overlap
         name, dim = app.embedder.name, app.embedder.dim
@@ -343,25 +310,16 @@ def test_concurrent_backfills_never_embed_the_same_summary_twice(app, locomo_pat
         catchup.catch_up(slow, USER, conv.id)
     pending = sum(not r["embedded"] for conv in convs for r in _summary_rows(slow, conv.id))
     assert pending > 8
-    done, errors = [], []
-
     def backfill():
-        try:
-            idle = 0
-            while idle < 3:  # a 0 may mean "the other one holds every candidate": look again
-                n = embedding.backfill_summary_embeddings(slow)
-                done.append(n)
-                idle = idle + 1 if n == 0 else 0
-                time.sleep(0.01 if n else 0.1)
-        except Exception as exc:  # noqa: BLE001 - surfaced below
-            errors.append(exc)
+        done, idle = 0, 0
+        while idle < 3:  # a 0 may mean "the other one holds every candidate": look again
+            n = embedding.backfill_summary_embeddings(slow)
+            done += n
+            idle = idle + 1 if n == 0 else 0
+            time.sleep(0.01 if n else 0.1)
+        return done
 
-    threads = [threading.Thread(target=backfill) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    done = run_concurrently(backfill)
     assert sum(done) == pending  # each row embedded by exactly one backfill
     assert all(r["embedded"] for conv in convs for r in _summary_rows(slow, conv.id))
     with app.pool.connection() as conn:  # every row lock was given back

@@ -9,7 +9,7 @@ from memctx.models import NewMessage
 from memctx.pipeline import longterm
 from memctx.pipeline.catchup import live_chain
 from memctx.store import DEFAULT_USER
-from memctx.summarize.types import SummaryDraft
+from support import Verbose
 
 USER = DEFAULT_USER
 BAKERY = ["You are a concise assistant for a small bakery's inventory.",
@@ -26,22 +26,6 @@ def _say(app, conversation_id, texts):
         msgs = [NewMessage.build("user" if i % 2 else "assistant", t) for i, t in enumerate(texts)]
         cur.executemany("insert into memctx.messages (conversation_id, role, content, text) values (%s, %s, %s, %s)",
                         [(conversation_id, m.role, Jsonb(m.blocks), m.text) for m in msgs])
-
-
-class Verbose:
-    """A summarizer (an LLM, say) that writes far more than it was asked for."""
-
-    name = "verbose"
-
-    def __init__(self, inner):
-        self.inner = inner
-
-    def summarize(self, sources, *, level, is_master, max_tokens, previous=None):
-        text = " ".join(s.text for s in sources) * 3
-        return SummaryDraft(content=text, token_count=len(text), summarizer=self.name)
-
-    def update_board(self, board, new_messages, *, max_tokens):
-        return self.inner.update_board(board, new_messages, max_tokens=max_tokens)
 
 
 def _closed_against_chain(app, summarizer=None):

@@ -8,31 +8,15 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from memctx.models import NewMessage
-from support import as_user
+from support import TABLES, as_user, seed_every_table
 
-TABLES = ("conversations", "messages", "summaries", "summary_boards", "working_memory_chunks",
-          "conversation_summaries", "outbox")
 VIEWS = ("live_summaries",)  # security_invoker: RLS applies as the caller
-
-
-def _seed(app, user):
-    conv = app.store.create_conversation(user, external_id="c")
-    app.store.append_messages(user, conv.id, [NewMessage.build("user", "my secret"), NewMessage.build("assistant", "ok")])
-    with app.pool.connection() as conn:
-        conn.execute("insert into memctx.summary_boards (conversation_id, user_id) values (%s, %s)", (conv.id, user))
-        conn.execute("""insert into memctx.summaries (conversation_id, user_id, level, content, source_kind, source_ids, first_seq, last_seq)
-                        select %s, %s, 1, 'sum', 'message', array_agg(id), 1, 2 from memctx.messages where conversation_id = %s""",
-                     (conv.id, user, conv.id))
-        conn.execute("insert into memctx.working_memory_chunks (conversation_id, user_id, chunk_text) values (%s, %s, 'w')", (conv.id, user))
-        conn.execute("insert into memctx.conversation_summaries (conversation_id, user_id, summary) values (%s, %s, 's')", (conv.id, user))
-    return conv
 
 
 @pytest.fixture
 def two_users(app):
     a, b = uuid.uuid4(), uuid.uuid4()
-    return a, b, _seed(app, a), _seed(app, b)
+    return a, b, seed_every_table(app, a), seed_every_table(app, b)
 
 
 def test_each_user_sees_only_their_rows(database_url, two_users):

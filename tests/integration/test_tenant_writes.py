@@ -15,27 +15,13 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from memctx.models import NewMessage
-from support import as_user
+from support import TABLES, as_user, seed_every_table
 
-TABLES = ("conversations", "messages", "summaries", "summary_boards", "working_memory_chunks",
-          "conversation_summaries", "outbox")
 
 
 def _seed(app, user):
-    """A conversation with a row in every table, including a live master summary."""
-    conv = app.store.create_conversation(user, external_id="c")
-    app.store.append_messages(user, conv.id, [NewMessage.build("user", "my secret"), NewMessage.build("assistant", "ok")])
+    conv = seed_every_table(app, user)
     with app.pool.connection() as conn:
-        conn.execute("insert into memctx.summary_boards (conversation_id, user_id) values (%s, %s)", (conv.id, user))
-        conn.execute("""insert into memctx.summaries (conversation_id, user_id, level, is_master, content, source_kind,
-                                                      source_ids, first_seq, last_seq)
-                        select %s, %s, 1, true, 'sum', 'message', array_agg(id), 1, 2
-                          from memctx.messages where conversation_id = %s""", (conv.id, user, conv.id))
-        conn.execute("insert into memctx.working_memory_chunks (conversation_id, user_id, chunk_text) values (%s, %s, 'w')",
-                     (conv.id, user))
-        conn.execute("insert into memctx.conversation_summaries (conversation_id, user_id, summary) values (%s, %s, 's')",
-                     (conv.id, user))
         ids = {t: conn.execute(f"select id from memctx.{t} where user_id = %s limit 1", (user,)).fetchone()["id"]
                for t in ("messages", "summaries", "working_memory_chunks", "outbox")}
     return {"conversation": conv.id, **ids}

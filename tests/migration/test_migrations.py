@@ -4,7 +4,6 @@ The schema they build is compared with a snapshot in test_schema_snapshot.py."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from psycopg.types.json import Jsonb
 from memctx.app import NotReady, open_app
 from memctx.config import Settings
 from memctx.migrate import MIGRATIONS_DIR, EmbeddingSpaceMismatch, MigrationError, configure_embedding_space, discover, migrate
+from support import run_concurrently
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,21 +46,11 @@ def test_a_fresh_database_gets_every_migration_in_order(empty_db):
 
 
 def test_rerun_applies_nothing_and_concurrent_runs_apply_once(empty_db):
-    results, errors = [], []
-
     def run():
-        try:
-            with _conn(empty_db) as conn:
-                results.append(len(migrate(conn)))
-        except Exception as exc:  # noqa: BLE001 - surfaced by the assertion below
-            errors.append(exc)
+        with _conn(empty_db) as conn:
+            return len(migrate(conn))
 
-    threads = [threading.Thread(target=run) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    results = run_concurrently(run)
     assert sorted(results) == [0, 0, len(discover())]
     with _conn(empty_db) as conn:
         assert migrate(conn) == []
