@@ -23,6 +23,11 @@ COMPRESS_AT = 0.8
 Compressor = Callable[[Sequence[Mapping[str, Any]], int], str | None]
 
 
+def _texts(items: Any) -> list[str]:
+    """The lines of a board section: items ({"text", "sources"}) or, from older boards, strings."""
+    return [str(i["text"]) if isinstance(i, Mapping) else str(i) for i in items or []]
+
+
 @dataclass
 class CurrentItems:
     """The candidate items of the current context, mutable while fitting."""
@@ -48,8 +53,8 @@ class CurrentItems:
         if boards:
             items.board = boards[0]
             extra = boards[0]["board"] or {}
-            items.facts = [str(f) for f in extra.get("key_facts") or []]
-            items.constraints = [str(c) for c in extra.get("constraints") or []]
+            items.facts = _texts(extra.get("key_facts"))
+            items.constraints = _texts(extra.get("constraints"))
         turns = sorted((r for r in rows if r["kind"] == "message"), key=lambda r: r["last_seq"])
         items.turns = turns[-recent_turns:] if recent_turns else []
         return items

@@ -1,7 +1,7 @@
 """CLI commands that drive and inspect a conversation's summaries by hand.
 
-`summarize`, `chain`, `board`, `close`, `continuity`, `edit-summary` and `backlog`: each calls one
-library function and prints JSON (or a table for `chain`). `memctx worker` itself is registered by
+`summarize`, `chain`, `board`, `edit-board`, `close`, `continuity`, `edit-summary` and `backlog`:
+each calls one library function and prints JSON (or a table for `chain`, a listing for `board`). `memctx worker` itself is registered by
 the worker package (worker/cli.py), so the core never imports it.
 """
 
@@ -16,11 +16,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from memctx.pipeline import catchup, dispatch, embedding, longterm
-from memctx.pipeline.board import get_board
+from memctx.pipeline.board import edit_board_item, get_board
 from memctx.app import open_app
 from memctx.cli.common import BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, fail, parse_uuid, user_id
 from memctx.config import Settings
 from memctx.store import UnknownConversation
+from memctx.summarize.types import SECTION, SECTIONS
 
 
 def register(app: typer.Typer) -> None:
@@ -76,12 +77,40 @@ def register(app: typer.Typer) -> None:
 
     @app.command("board")
     def board_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
-                  user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
-        """Print the conversation's summary board as JSON."""
+                  user: Optional[str] = typer.Option(None, help=USER_HELP),
+                  as_json: bool = typer.Option(False, "--json", help="JSON: every item with its sources")) -> None:
+        """Print the conversation's summary board: each item with the messages it came from."""
         owner = user_id(user)
         with open_app(Settings()) as memctx_app:
             board = get_board(memctx_app, owner, conversation_id(memctx_app, owner, conversation))
-        print(json.dumps(board.to_json() if board else None, ensure_ascii=False))
+        if as_json or board is None:
+            print(json.dumps(board.view_json() if board else None, ensure_ascii=False))
+            return
+        out = Console()
+        out.print(f"[bold]summary[/bold] (messages 1–{board.last_seq}): {escape(board.summary)}", highlight=False)
+        for spec in SECTIONS:
+            out.print(f"[bold]{spec.title}[/bold]", highlight=False)
+            for index, item in enumerate(board.section(spec.name)):
+                cited = ", ".join(s.external_id or str(s.id)[:8] for s in item.sources)
+                mark = " (edited)" if item.edited else ""
+                group = f"{item.group}: " if spec.grouped_by == "kind" else ""
+                out.print(escape(f"  {index}. {group}{item.text}{mark}  [{cited}]"), highlight=False)
+
+    @app.command("edit-board")
+    def edit_board_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
+                       section: str = typer.Argument(..., help=f"one of: {', '.join(SECTION)}"),
+                       index: int = typer.Argument(..., help="the item's number, as `memctx board` lists it"),
+                       text: str = typer.Argument(..., help="the item's new text"),
+                       user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
+        """Rewrite one board item; it keeps its sources and is marked edited."""
+        owner = user_id(user)
+        with open_app(Settings()) as memctx_app:
+            try:
+                board = edit_board_item(memctx_app, owner, conversation_id(memctx_app, owner, conversation),
+                                        section, index, text)
+            except (LookupError, ValueError) as exc:
+                fail(str(exc), BAD_INPUT)
+        print(json.dumps(board.view_json()[section], ensure_ascii=False))
 
     @app.command("close")
     def close_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),

@@ -102,7 +102,7 @@ def close_conversation(app: App, user_id: UUID, conversation_id: UUID, summarize
     else:
         text, tokens = "", 0
     vector = app.embedder.embed([text])[0] if text else None
-    data = board.to_json() if board else {}
+    data = board.texts_json() if board else {}
     try:
         with app.pool.connection() as conn, conn.transaction():
             row = conn.execute(QUERIES["upsert_conversation_summary"], {

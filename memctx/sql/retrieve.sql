@@ -209,7 +209,7 @@ select 'summary', l.id, l.level, l.is_master, l.content, l.first_seq, l.last_seq
 union all
 select 'board', b.conversation_id, null, null, b.current_summary, null, b.last_seq, null, null, null,
        b.updated_at, null, null,
-       jsonb_build_object('key_facts', b.key_facts, 'constraints', b.constraints)
+       jsonb_build_object('key_facts', b.items -> 'key_facts', 'constraints', b.items -> 'constraints')
   from memctx.summary_boards b join conv on b.conversation_id = conv.id
 union all
 select 'message', r.id, null, null, r.text, r.seq, r.seq, r.token_count, r.role, r.external_id, r.created_at,

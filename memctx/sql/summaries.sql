@@ -127,22 +127,20 @@ update memctx.messages
 select * from memctx.summary_boards where conversation_id = %(conversation_id)s and user_id = %(user_id)s
 
 -- name: board_pending_messages
-select id, role, text, seq, metadata ->> 'speaker' as speaker, created_at from memctx.messages
+select id, external_id, role, text, seq, metadata ->> 'speaker' as speaker, created_at from memctx.messages
  where conversation_id = %(conversation_id)s and user_id = %(user_id)s and seq > %(after_seq)s
  order by seq
  limit %(limit)s
 
 -- name: upsert_board
 insert into memctx.summary_boards
-  (conversation_id, user_id, current_summary, key_facts, entities, topics, action_items, pending_questions,
-   constraints, message_count, last_seq, update_frequency, counts, version, updated_at)
+  (conversation_id, user_id, current_summary, items, message_count, last_seq, update_frequency, counts, version,
+   updated_at)
 values
-  (%(conversation_id)s, %(user_id)s, %(summary)s, %(key_facts)s, %(entities)s, %(topics)s, %(action_items)s,
-   %(pending_questions)s, %(constraints)s, %(message_count)s, %(last_seq)s, %(update_frequency)s, %(counts)s, 1, now())
+  (%(conversation_id)s, %(user_id)s, %(summary)s, %(items)s, %(message_count)s, %(last_seq)s, %(update_frequency)s,
+   %(counts)s, 1, now())
 on conflict (conversation_id) do update
-   set current_summary = excluded.current_summary, key_facts = excluded.key_facts, entities = excluded.entities,
-       topics = excluded.topics, action_items = excluded.action_items,
-       pending_questions = excluded.pending_questions, constraints = excluded.constraints,
+   set current_summary = excluded.current_summary, items = excluded.items,
        message_count = excluded.message_count, last_seq = excluded.last_seq, counts = excluded.counts,
        version = memctx.summary_boards.version + 1, updated_at = now()
 

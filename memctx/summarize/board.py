@@ -4,6 +4,10 @@ Owns: the rules below and `board_from_fields`, which applies the same invariants
 dedup, constraints never lost, counts, seq bookkeeping) to a board an LLM proposed. It must not
 call a model or the database.
 
+Every item is a `BoardItem` citing the messages it came from (a repeat adds its message, the
+newest `SOURCES_KEPT` kept); the caps are those of `SECTIONS`. Which sentence is a fact, an
+action item, a constraint or a question is `memctx.summarize.detect`'s call.
+
 Rules, applied to the new messages in seq order:
 - Messages at or before `board.last_seq` are skipped, so a retried update changes nothing.
 - summary: the extractive summary of (the previous board summary + the new messages) within
@@ -43,20 +47,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from functools import lru_cache
-from typing import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Iterable, Mapping, Sequence
 from uuid import UUID
 
+from memctx.summarize import detect
 from memctx.summarize.ranking import extract_summary
-from memctx.summarize.text import NOT_NAMES, SMALL_TALK, STOPWORDS, Unit, cues, units_of
-from memctx.summarize.types import ENTITY_KINDS, Board, SourceText
+from memctx.summarize.text import NOT_NAMES, SMALL_TALK, STOPWORDS, Unit, units_of
+from memctx.summarize.types import ENTITY_KINDS, SECTION, SECTIONS, Board, BoardItem, ItemSource, SourceText
 from memctx.tokens import TokenCounter
 
-KEY_FACTS_CAP = 30
-ACTION_ITEMS_CAP = 20
-PENDING_CAP = 20
-CONSTRAINTS_CAP = 50
-ENTITIES_PER_KIND = 50
-TOPICS_SHOWN = 10
+SOURCES_KEPT = 5  # the newest messages an item cites
 TOPIC_TERMS_KEPT = 300
 
 _TOKEN = re.compile(r"[^\W\d_][\w'’&-]*")
@@ -128,61 +129,70 @@ def _key(line: str) -> str:
     return " ".join(re.findall(r"\w+", line.lower()))
 
 
-def merge_recent(old: Iterable[str], new: Iterable[str], cap: int) -> list[str]:
-    """`old` then `new`, deduplicated (a repeat moves to the newest position), newest `cap` kept."""
-    out: dict[str, str] = {}
-    for line in (*old, *new):
-        key = _key(line)
+def join_sources(old: Iterable[ItemSource], new: Iterable[ItemSource]) -> tuple[ItemSource, ...]:
+    """`old` then `new`, each message once, the newest `SOURCES_KEPT` kept."""
+    out: dict[UUID, ItemSource] = {}
+    for source in (*old, *new):
+        out.pop(source.id, None)
+        out[source.id] = source
+    return tuple(out.values())[-SOURCES_KEPT:]
+
+
+def merge_recent(old: Iterable[BoardItem], new: Iterable[BoardItem], cap: int) -> tuple[BoardItem, ...]:
+    """`old` then `new`, deduplicated (a repeat moves to the newest position and adds its sources;
+    an edited item stays edited), newest `cap` kept."""
+    out: dict[str, BoardItem] = {}
+    for item in (*old, *new):
+        key = _key(item.text)
         if not key:
             continue
-        out.pop(key, None)
-        out[key] = line.strip()
-    return list(out.values())[-cap:]
+        before = out.pop(key, None)
+        if before is not None:
+            item = replace(before, sources=join_sources(before.sources, item.sources))
+        out[key] = replace(item, text=item.text.strip())
+    return tuple(out.values())[-cap:]
 
 
 def _fresh(board: Board, new_messages: Sequence[SourceText]) -> list[SourceText]:
     return sorted((m for m in new_messages if m.last_seq > board.last_seq), key=lambda m: m.first_seq)
 
 
+def _item(unit: Unit, sources: Sequence[SourceText]) -> BoardItem:
+    """A board line for `unit` ("Speaker: sentence"), sourced to its message."""
+    return BoardItem(unit.line, (ItemSource.of(sources[unit.source]),), unit.speaker)
+
+
 # Facts, actions, constraints, questions --------------------------------------------------------
 
-def _is_key_fact(text: str) -> bool:
-    c = cues(text)
-    if c.question or c.small_talk or c.size < 4 or _IMAGE_ONLY.match(text):
-        return False
-    return c.fact or bool(c.names) or c.number or c.absolute_date
+def key_facts_of(units: Sequence[Unit], sources: Sequence[SourceText]) -> list[BoardItem]:
+    return [_item(u, sources) for u in units if detect.is_key_fact(u.text)]
 
 
-_IMAGE_ONLY = re.compile(r"^\[image: [^\]]*\]$")
+def action_items_of(units: Sequence[Unit], sources: Sequence[SourceText]) -> list[BoardItem]:
+    return [_item(u, sources) for u in units if detect.is_action(u.text)]
 
 
-def key_facts_of(units: Sequence[Unit]) -> list[str]:
-    return [u.line for u in units if _is_key_fact(u.text)]
+def constraints_of(units: Sequence[Unit], sources: Sequence[SourceText]) -> list[BoardItem]:
+    return [_item(u, sources) for u in units if detect.is_constraint(u.text)]
 
 
-def action_items_of(units: Sequence[Unit]) -> list[str]:
-    return [u.line for u in units if cues(u.text).action]
-
-
-def constraints_of(units: Sequence[Unit]) -> list[str]:
-    return [u.line for u in units if not cues(u.text).question and cues(u.text).constraint]
-
-
-def _asker(line: str) -> str | None:
-    head, sep, _ = line.partition(": ")
+def _asker(item: BoardItem) -> str | None:
+    if item.group:
+        return item.group
+    head, sep, _ = item.text.partition(": ")
     return head if sep and len(head) <= 60 else None
 
 
-def pending_after(previous: Sequence[str], messages: Sequence[SourceText]) -> list[str]:
+def pending_after(previous: Sequence[BoardItem], messages: Sequence[SourceText]) -> tuple[BoardItem, ...]:
     """Questions still unanswered after `messages` (see the rule in the module docstring)."""
     pending = [(_asker(q), q) for q in previous]
     for message in messages:
         speaker = message.who
         pending = [(who, q) for who, q in pending if who is not None and who == speaker]
         for unit in units_of([message]):
-            if cues(unit.text).question:
-                pending.append((speaker, unit.line))
-    return merge_recent([], [q for _, q in pending], PENDING_CAP)
+            if detect.is_question(unit.text):
+                pending.append((speaker, _item(unit, [message])))
+    return merge_recent([], [q for _, q in pending], SECTION["pending_questions"].cap)
 
 
 # Entities ------------------------------------------------------------------------------------
@@ -268,9 +278,9 @@ def _vocative(before: str, after: str) -> bool:
     return before.endswith(",") and after.strip()[:1] in ("!", "?", "")
 
 
-def mentions(units: Sequence[Unit], known: set[str], speakers: set[str]) -> list[tuple[str, str]]:
-    """(entity, kind) for each mention in `units`; `known` entities may start a sentence."""
-    found: list[tuple[str, str]] = []
+def mentions(units: Sequence[Unit], known: set[str], speakers: set[str]) -> list[tuple[str, str, Unit]]:
+    """(entity, kind, unit) for each mention in `units`; `known` entities may start a sentence."""
+    found: list[tuple[str, str, Unit]] = []
     for unit in units:
         text = unit.text.replace("’", "'")
         for start, end in _runs(text):
@@ -278,32 +288,38 @@ def mentions(units: Sequence[Unit], known: set[str], speakers: set[str]) -> list
             if len(name) < 2 or name.lower() in _STARTERS or (start == 0 and " " not in name
                                  and name not in known and name not in speakers and name not in KNOWN_PLACES):
                 continue
-            found.append((name, classify(name, text, start, end, speakers)))
+            found.append((name, classify(name, text, start, end, speakers), unit))
     return found
 
 
-def _entities(board: Board, units: Sequence[Unit], speakers: set[str]) -> tuple[dict[str, list[str]], dict[str, int]]:
-    kind_of = {name: kind for kind in ENTITY_KINDS for name in board.entities.get(kind, [])}
+def _entities(board: Board, units: Sequence[Unit], fresh: Sequence[SourceText],
+              speakers: set[str]) -> tuple[tuple[BoardItem, ...], dict[str, int]]:
+    previous = board.section("entities")
+    kind_of = {i.text: i.group or "other" for i in previous}
+    sources = {i.text: i.sources for i in previous}
     counts = Counter(board.entity_counts)
     for speaker in speakers:
         kind_of[speaker] = "people"
         counts[speaker] += 0
+        said = next(m for m in fresh if m.who == speaker)
+        sources[speaker] = sources.get(speaker) or (ItemSource.of(said),)
     mid_sentence = {_clean_name(u.text[s:e]) for u in units for s, e in _runs(u.text) if s > 0}
-    for name, kind in mentions(units, set(kind_of) | mid_sentence, speakers):
+    for name, kind, unit in mentions(units, set(kind_of) | mid_sentence, speakers):
         counts[name] += 1
+        sources[name] = join_sources(sources.get(name, ()), (ItemSource.of(fresh[unit.source]),))
         if kind_of.get(name, "other") == "other":
             kind_of[name] = kind
-    return rank_entities(kind_of, counts)
+    return rank_entities(kind_of, counts, sources)
 
 
-def rank_entities(kind_of: Mapping[str, str], counts: Mapping[str, int]) -> tuple[dict[str, list[str]], dict[str, int]]:
+def rank_entities(kind_of: Mapping[str, str], counts: Mapping[str, int],
+                  sources: Mapping[str, tuple[ItemSource, ...]]) -> tuple[tuple[BoardItem, ...], dict[str, int]]:
     """Each kind's most mentioned entities (ties by name), capped; counts of those kept."""
-    entities: dict[str, list[str]] = {}
+    items: list[BoardItem] = []
     for kind in ENTITY_KINDS:
         members = sorted((n for n, k in kind_of.items() if k == kind), key=lambda n: (-counts.get(n, 0), n))
-        entities[kind] = members[:ENTITIES_PER_KIND]
-    kept = {n: int(counts.get(n, 0)) for kind in ENTITY_KINDS for n in entities[kind]}
-    return entities, kept
+        items.extend(BoardItem(n, sources.get(n, ()), kind) for n in members[:SECTION["entities"].cap])
+    return tuple(items), {i.text: int(counts.get(i.text, 0)) for i in items}
 
 
 # Topics --------------------------------------------------------------------------------------
@@ -351,7 +367,7 @@ def rank_topics(counts: Mapping[str, int]) -> tuple[list[str], dict[str, int]]:
     ranked = sorted(usable, key=lambda t: (-weight(t), t))
     shown: list[str] = []
     for term in ranked:
-        if len(shown) == TOPICS_SHOWN:
+        if len(shown) == SECTION["topics"].cap:
             break
         if " " not in term and any(term in s.split() for s in shown if " " in s):
             continue
@@ -373,6 +389,17 @@ def tally_topics(board: Board, units: Sequence[Unit], speakers: set[str]) -> tup
     return rank_topics(counts)
 
 
+def topic_items(board: Board, shown: Sequence[str], fresh: Sequence[SourceText]) -> tuple[BoardItem, ...]:
+    """The listed topics, each sourced to the latest messages that use it."""
+    before = {i.text: i.sources for i in board.section("topics")}
+    items = []
+    for term in shown:
+        said = re.compile(rf"\b{re.escape(term)}", re.IGNORECASE)
+        new = [ItemSource.of(m) for m in fresh if said.search(m.text)]
+        items.append(BoardItem(term, join_sources(before.get(term, ()), new)))
+    return tuple(items)
+
+
 # The update ----------------------------------------------------------------------------------
 
 def _previous_summary_source(board: Board) -> list[SourceText]:
@@ -389,17 +416,16 @@ def update_board(board: Board, new_messages: Sequence[SourceText], *, max_tokens
     if not fresh:
         return board
     units = units_of(fresh)
-    speakers = {m.speaker for m in fresh if m.speaker}
-    entities, entity_counts = _entities(board, units, speakers)
+    speakers = {m.who for m in fresh if m.speaker and m.who}
+    entities, entity_counts = _entities(board, units, fresh, speakers)
     topics, topic_counts = tally_topics(board, units, speakers)
+    found = {"key_facts": key_facts_of(units, fresh), "action_items": action_items_of(units, fresh),
+             "constraints": constraints_of(units, fresh)}
+    items = {name: merge_recent(board.section(name), new, SECTION[name].cap) for name, new in found.items()}
     return Board(
         summary=extract_summary([*_previous_summary_source(board), *fresh], max_tokens=max_tokens, counter=counter),
-        key_facts=merge_recent(board.key_facts, key_facts_of(units), KEY_FACTS_CAP),
-        entities=entities,
-        topics=topics,
-        action_items=merge_recent(board.action_items, action_items_of(units), ACTION_ITEMS_CAP),
-        pending_questions=pending_after(board.pending_questions, fresh),
-        constraints=merge_recent(board.constraints, constraints_of(units), CONSTRAINTS_CAP),
+        items={**items, "entities": entities, "topics": topic_items(board, topics, fresh),
+               "pending_questions": pending_after(board.section("pending_questions"), fresh)},
         message_count=board.message_count + len(fresh),
         last_seq=max(m.last_seq for m in fresh),
         entity_counts=entity_counts,
@@ -407,43 +433,60 @@ def update_board(board: Board, new_messages: Sequence[SourceText], *, max_tokens
     )
 
 
-def board_from_fields(
-    previous: Board,
-    new_messages: Sequence[SourceText],
-    *,
-    summary: str,
-    key_facts: Sequence[str],
-    entities: Mapping[str, Sequence[str]],
-    topics: Sequence[str],
-    action_items: Sequence[str],
-    pending_questions: Sequence[str],
-    constraints: Sequence[str],
-) -> Board:
-    """A board proposed by someone else (an LLM) held to the rules' invariants: the same caps,
-    previous constraints never lost, mention counts and topic tallies kept, seqs advanced."""
+def attribute(text: str, fresh: Sequence[SourceText]) -> tuple[ItemSource, ...]:
+    """The message a line written by someone else (an LLM) most likely came from: the one that
+    shares the most of its content words, if it shares at least half of them; else none."""
+    wanted = {w for w in re.findall(r"\w+", text.lower()) if len(w) > 2 and w not in STOPWORDS}
+    if not wanted:
+        return ()
+    overlap = [(len(wanted & set(re.findall(r"\w+", m.text.lower()))), -i) for i, m in enumerate(fresh)]
+    best, index = max(overlap, default=(0, 0))
+    return (ItemSource.of(fresh[-index]),) if best * 2 >= len(wanted) else ()
+
+
+def _proposed(previous: Board, name: str, lines: Any, fresh: Sequence[SourceText]) -> list[BoardItem]:
+    before = {_key(i.text): i for i in previous.section(name)}
+    items = []
+    for line in lines if isinstance(lines, (list, tuple)) else []:
+        text = str(line).strip()
+        kept = before.get(_key(text))
+        items.append(kept or BoardItem(text, attribute(text, fresh), _asker(BoardItem(text))))
+    return items
+
+
+def board_from_fields(previous: Board, new_messages: Sequence[SourceText], *, summary: str,
+                      proposed: Mapping[str, Any]) -> Board:
+    """A board proposed by someone else (an LLM) as plain text lists (entities by kind), held to
+    the rules' invariants: the same caps, kept sections (constraints) never lost, items sourced
+    to the message they came from, mention counts and topic tallies kept, seqs advanced."""
     fresh = _fresh(previous, new_messages)
     if not fresh:
         return previous
     text = "\n".join(m.text for m in fresh)
+    raw_entities = proposed.get("entities") or {}
     kind_of: dict[str, str] = {}
     for kind in ENTITY_KINDS:
-        for name in entities.get(kind, []):
+        for name in raw_entities.get(kind, []) if isinstance(raw_entities, Mapping) else []:
             if str(name).strip():
                 kind_of.setdefault(str(name).strip(), kind)
     counts = Counter({n: previous.entity_counts.get(n, 0) for n in kind_of})
+    sources = {i.text: i.sources for i in previous.section("entities")}
     for name in kind_of:
-        counts[name] += len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", text))
-    ranked, entity_counts = rank_entities(kind_of, counts)
-    speakers = {m.speaker for m in fresh if m.speaker}
+        said = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+        counts[name] += len(said.findall(text))
+        sources[name] = join_sources(sources.get(name, ()), [ItemSource.of(m) for m in fresh if said.search(m.text)])
+    entities, entity_counts = rank_entities(kind_of, counts, sources)
+    speakers = {m.who for m in fresh if m.speaker and m.who}
     _, topic_counts = tally_topics(previous, units_of(fresh), speakers)
+    items: dict[str, tuple[BoardItem, ...]] = {"entities": entities}
+    for spec in SECTIONS:
+        if spec.name != "entities":
+            kept = previous.section(spec.name) if spec.kept else ()
+            items[spec.name] = merge_recent(kept, _proposed(previous, spec.name, proposed.get(spec.name), fresh),
+                                            spec.cap)
     return Board(
         summary=summary.strip(),
-        key_facts=merge_recent([], key_facts, KEY_FACTS_CAP),
-        entities=ranked,
-        topics=merge_recent([], topics, TOPICS_SHOWN),
-        action_items=merge_recent([], action_items, ACTION_ITEMS_CAP),
-        pending_questions=merge_recent([], pending_questions, PENDING_CAP),
-        constraints=merge_recent(previous.constraints, constraints, CONSTRAINTS_CAP),
+        items=items,
         message_count=previous.message_count + len(fresh),
         last_seq=max(m.last_seq for m in fresh),
         entity_counts=entity_counts,

@@ -169,11 +169,8 @@ class LLMSummarizer:
         except LLMFailure as failure:
             self._record(failure, "board update")
             return self.fallback.update_board(board, new_messages, max_tokens=max_tokens)
-        return board_from_fields(
-            board, fresh, summary=self._fit(reply.summary, max_tokens), key_facts=reply.key_facts,
-            entities=reply.entities.model_dump(), topics=reply.topics, action_items=reply.action_items,
-            pending_questions=reply.pending_questions, constraints=reply.constraints,
-        )
+        proposed = reply.model_dump()
+        return board_from_fields(board, fresh, summary=self._fit(reply.summary, max_tokens), proposed=proposed)
 
     def _fit(self, text: str, max_tokens: int) -> str:
         """`text` within `max_tokens`: a model may overshoot the length it was asked for."""

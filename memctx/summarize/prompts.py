@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from memctx.summarize.text import format_day
-from memctx.summarize.types import Board, SourceText
+from memctx.summarize.types import SECTIONS, Board, SourceText
 
 Messages = list[dict[str, str]]
 
@@ -119,18 +119,10 @@ class EntitiesResponse(BaseModel):
     other: list[str] = Field(default_factory=list)
 
 
-class BoardResponse(BaseModel):
-    """The reply to `board_prompt`: every field of the board except the bookkeeping."""
-
+class _BoardReply(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     summary: str = Field(min_length=1)
-    key_facts: list[str] = Field(default_factory=list)
-    entities: EntitiesResponse = Field(default_factory=EntitiesResponse)
-    topics: list[str] = Field(default_factory=list)
-    action_items: list[str] = Field(default_factory=list)
-    pending_questions: list[str] = Field(default_factory=list)
-    constraints: list[str] = Field(default_factory=list)
 
     @field_validator("summary")
     @classmethod
@@ -140,25 +132,26 @@ class BoardResponse(BaseModel):
         return value.strip()
 
 
-_BOARD_FIELDS = """Fields:
-- "summary": the current summary of the whole conversation, at most {words} words.
-- "key_facts": up to 30 short facts, each "Name: fact", newest last.
-- "entities": {{"people": [...], "places": [...], "organizations": [...], "other": [...]}}, \
-most mentioned first.
-- "topics": up to 10 short topics, most discussed first.
-- "action_items": plans, promises and reminders still open ("Name: what"), up to 20.
-- "pending_questions": questions nobody has answered yet ("Name: question"). A question is \
-answered once someone else replies after it; drop answered ones.
-- "constraints": stated preferences, standing instructions and corrections ("Name: what"). \
-Keep every previous constraint unchanged and add the new ones."""
+# The reply to `board_prompt`: the summary and one list per board section (entities by kind).
+BoardResponse: type[_BoardReply] = create_model(  # type: ignore[call-overload]
+    "BoardResponse", __base__=_BoardReply,
+    **{s.name: ((EntitiesResponse, Field(default_factory=EntitiesResponse)) if s.name == "entities"
+                else (list[str], Field(default_factory=list))) for s in SECTIONS},
+)
+
+
+def _board_fields(words: int) -> str:
+    lines = [f'- "summary": the current summary of the whole conversation, at most {words} words.']
+    lines += [f'- "{s.name}": {s.prompt}' for s in SECTIONS]
+    return "Fields:\n" + "\n".join(lines)
 
 
 def board_prompt(board: Board, new_messages: Sequence[SourceText], *, max_tokens: int) -> Messages:
     """Update the summary board with the messages that arrived since it was last updated."""
-    current = {k: v for k, v in board.to_json().items() if k not in ("counts", "message_count", "last_seq")}
+    current = board.texts_json()
     user = (
         "Update the summary board of a conversation with the new messages.\n\n"
-        f"{_RULES.format(words=_words(max_tokens))}\n\n{_BOARD_FIELDS.format(words=_words(max_tokens))}\n\n"
+        f"{_RULES.format(words=_words(max_tokens))}\n\n{_board_fields(_words(max_tokens))}\n\n"
         "Reply with a JSON object with exactly these fields.\n\n"
         f"Current board:\n{json.dumps(current, ensure_ascii=False, indent=1)}\n\n"
         f"New messages:\n{transcript(new_messages)}"

@@ -1,8 +1,8 @@
 """The values every summarizer reads and writes, and the `Summarizer` seam.
 
-Owns: `SourceText` (what a summarizer reads), `SummaryDraft` (what it returns), `Board` (the
-per-conversation summary board with its jsonb round trip) and the `Summarizer` protocol. No
-logic beyond construction and serialization lives here.
+Owns: `SourceText` (what a summarizer reads), `SummaryDraft` (what it returns), the board's one
+definition (`SECTIONS`), `Board` with its `BoardItem`s and their sources (and the jsonb round
+trip), and the `Summarizer` protocol. No logic beyond construction and serialization lives here.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ class SourceText:
     last_seq: int
     created_at: datetime | None = None
     level: int = 0
+    external_id: str | None = None
 
     @property
     def who(self) -> str | None:
@@ -48,7 +49,7 @@ class SourceText:
         return cls(id=message.id, kind="message", role=message.role,
                    speaker=str(speaker) if speaker else None, text=message.text,
                    first_seq=message.seq, last_seq=message.seq,
-                   created_at=message.created_at, level=0)
+                   created_at=message.created_at, level=0, external_id=message.external_id)
 
     @classmethod
     def from_summary(cls, summary: Summary) -> "SourceText":
@@ -81,26 +82,131 @@ def _int_map(value: Any) -> dict[str, int]:
     return {str(k): int(v) for k, v in value.items() if isinstance(v, (int, float))}
 
 
-def _empty_entities() -> dict[str, list[str]]:
-    return {kind: [] for kind in ENTITY_KINDS}
+# The board ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Section:
+    """One list of the summary board. `SECTIONS` is the one definition that storage (the jsonb
+    `items` column), the rules' caps, the LLM prompt and reply model, the CLI and the context
+    read; adding a section is one entry here plus the rule or prompt that fills it.
+
+    `cap` bounds the list (per kind when `grouped_by` is "kind"); `grouped_by` is how the JSON
+    view groups it ("person": the speaker an item came from; "kind": an entity's kind); `kept`
+    items survive every update (only the cap drops the oldest); `prompt` tells the LLM what
+    belongs in it.
+    """
+
+    name: str
+    title: str
+    cap: int
+    prompt: str
+    grouped_by: Literal["person", "kind"] | None = None
+    kept: bool = False
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("key_facts", "Key facts", 30, 'up to 30 short facts, each "Name: fact", newest last.',
+            grouped_by="person"),
+    Section("entities", "Entities", 50, '{"people": [...], "places": [...], "organizations": [...], '
+            '"other": [...]}, most mentioned first.', grouped_by="kind"),
+    Section("topics", "Topics", 10, "up to 10 short topics, most discussed first."),
+    Section("action_items", "Action items", 20,
+            'plans, promises and reminders still open, each with who does what ("Name: what"), up to 20.'),
+    Section("pending_questions", "Pending questions", 20,
+            'questions nobody has answered yet ("Name: question"). A question is answered once someone '
+            "else replies after it; drop answered ones."),
+    Section("constraints", "Constraints and preferences", 50,
+            'stated preferences, standing instructions and corrections ("Name: what"). Keep every previous '
+            "constraint unless a correction replaces it, and add the new ones.", kept=True),
+)
+SECTION: Mapping[str, Section] = {s.name: s for s in SECTIONS}
+
+
+@dataclass(frozen=True)
+class ItemSource:
+    """A message a board item came from: its id, and the caller's own id for it if any."""
+
+    id: UUID
+    external_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": str(self.id), "external_id": self.external_id}
+
+    @classmethod
+    def from_json(cls, data: Any) -> "ItemSource | None":
+        try:
+            return cls(UUID(str(data["id"])), str(data["external_id"]) if data.get("external_id") else None)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    @classmethod
+    def of(cls, source: SourceText) -> "ItemSource":
+        return cls(source.id, source.external_id)
+
+
+@dataclass(frozen=True)
+class BoardItem:
+    """One line of a board section and the messages it came from.
+
+    `group` is the person a fact came from or an entity's kind; `edited` marks a line a person
+    rewrote (its sources stay).
+    """
+
+    text: str
+    sources: tuple[ItemSource, ...] = ()
+    group: str | None = None
+    edited: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"text": self.text, "sources": [s.to_json() for s in self.sources]}
+        if self.group is not None:
+            data["group"] = self.group
+        if self.edited:
+            data["edited"] = True
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> "BoardItem | None":
+        """An item from its json, or from a bare string (boards written before items had sources)."""
+        if isinstance(data, (str, int, float)):
+            return cls(str(data)) if str(data).strip() else None
+        if not isinstance(data, Mapping) or not str(data.get("text") or "").strip():
+            return None
+        raw = data.get("sources")
+        sources = tuple(s for s in (ItemSource.from_json(r) for r in (raw if isinstance(raw, list) else [])) if s)
+        group = data.get("group")
+        return cls(str(data["text"]), sources, str(group) if group else None, bool(data.get("edited")))
+
+
+def _items(value: Any) -> tuple[BoardItem, ...]:
+    if not isinstance(value, (list, tuple)):
+        return ()
+    return tuple(i for i in (BoardItem.from_json(v) for v in value) if i is not None)
+
+
+def _legacy_entities(value: Any) -> list[Any]:
+    """Entities stored as {kind: [names]} (before items): as items grouped by kind."""
+    if not isinstance(value, Mapping):
+        return value if isinstance(value, list) else []
+    return [{"text": name, "group": kind} for kind in ENTITY_KINDS for name in _str_list(value.get(kind))]
+
+
+def _empty_items() -> dict[str, tuple[BoardItem, ...]]:
+    return {s.name: () for s in SECTIONS}
 
 
 @dataclass(frozen=True)
 class Board:
     """The per-conversation summary board, updated incrementally as messages arrive.
 
-    `constraints` holds stated preferences and corrections that later summaries must not lose.
-    `entity_counts` and `topic_counts` are the tallies that order `entities` and `topics`; they
-    are kept so an incremental update ranks by the whole conversation, not the last batch.
+    `items` holds one tuple of `BoardItem`s per entry of `SECTIONS`. `constraints` holds stated
+    preferences and corrections that later summaries must not lose. `entity_counts` and
+    `topic_counts` are the tallies that order entities and topics; they are kept so an
+    incremental update ranks by the whole conversation, not the last batch.
     """
 
     summary: str = ""
-    key_facts: list[str] = field(default_factory=list)
-    entities: dict[str, list[str]] = field(default_factory=_empty_entities)
-    topics: list[str] = field(default_factory=list)
-    action_items: list[str] = field(default_factory=list)
-    pending_questions: list[str] = field(default_factory=list)
-    constraints: list[str] = field(default_factory=list)
+    items: Mapping[str, tuple[BoardItem, ...]] = field(default_factory=_empty_items)
     message_count: int = 0
     last_seq: int = 0
     entity_counts: dict[str, int] = field(default_factory=dict)
@@ -110,45 +216,81 @@ class Board:
     def empty(cls) -> "Board":
         return cls()
 
+    def section(self, name: str) -> tuple[BoardItem, ...]:
+        return tuple(self.items.get(SECTION[name].name, ()))
+
+    def texts(self, name: str) -> list[str]:
+        return [item.text for item in self.section(name)]
+
+    def __getattr__(self, name: str) -> Any:
+        """`board.key_facts`, `board.constraints`, …: a section's texts; `board.entities`: entity
+        names per kind, most mentioned first."""
+        if name == "entities":
+            return {kind: [i.text for i in self.section(name) if i.group == kind] for kind in ENTITY_KINDS}
+        if name in SECTION:
+            return self.texts(name)
+        raise AttributeError(name)
+
     def to_json(self) -> dict[str, Any]:
-        """A plain dict for a jsonb column; `from_json(to_json())` gives back an equal board."""
+        """A plain dict for storage; `from_json(to_json())` gives back an equal board."""
         return {
             "summary": self.summary,
-            "key_facts": list(self.key_facts),
-            "entities": {kind: list(self.entities.get(kind, [])) for kind in ENTITY_KINDS},
-            "topics": list(self.topics),
-            "action_items": list(self.action_items),
-            "pending_questions": list(self.pending_questions),
-            "constraints": list(self.constraints),
+            "items": {s.name: [i.to_json() for i in self.section(s.name)] for s in SECTIONS},
             "message_count": self.message_count,
             "last_seq": self.last_seq,
             "counts": {"entities": dict(self.entity_counts), "topics": dict(self.topic_counts)},
         }
 
+    def texts_json(self) -> dict[str, Any]:
+        """The board as plain text lists (entities by kind), as an LLM reads and writes it."""
+        return {"summary": self.summary,
+                **{s.name: self.entities if s.name == "entities" else self.texts(s.name) for s in SECTIONS}}
+
+    def view_json(self) -> dict[str, Any]:
+        """The board as people and tools read it: every item with its sources, facts grouped per
+        person and entities per kind (`memctx board --json`)."""
+        view: dict[str, Any] = {"summary": self.summary}
+        for spec in SECTIONS:
+            items = self.section(spec.name)
+            if spec.grouped_by is None:
+                view[spec.name] = [_shown(i) for i in items]
+                continue
+            groups: dict[str, list[dict[str, Any]]] = {kind: [] for kind in ENTITY_KINDS} if spec.grouped_by == "kind" else {}
+            for item in items:
+                groups.setdefault(item.group or "", []).append(_shown(item))
+            view[spec.name] = groups
+        view.update(message_count=self.message_count, last_seq=self.last_seq)
+        return view
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> "Board":
-        """Read a stored board; missing or malformed fields read as empty, never as an error."""
+        """Read a stored board; missing or malformed fields read as empty, never as an error.
+        Boards stored before items (sections as top-level lists of strings) read too."""
         if not data:
             return cls()
-        raw_entities: Mapping[str, Any] = data.get("entities") or {}
+        raw_items = data.get("items")
+        if not isinstance(raw_items, Mapping):
+            raw_items = {s.name: data.get(s.name) for s in SECTIONS}
         counts: Mapping[str, Any] = data.get("counts") or {}
-        if not isinstance(raw_entities, Mapping):
-            raw_entities = {}
         if not isinstance(counts, Mapping):
             counts = {}
+        items = {s.name: _items(_legacy_entities(raw_items.get(s.name)) if s.name == "entities"
+                                else raw_items.get(s.name)) for s in SECTIONS}
         return cls(
             summary=str(data.get("summary") or ""),
-            key_facts=_str_list(data.get("key_facts")),
-            entities={kind: _str_list(raw_entities.get(kind)) for kind in ENTITY_KINDS},
-            topics=_str_list(data.get("topics")),
-            action_items=_str_list(data.get("action_items")),
-            pending_questions=_str_list(data.get("pending_questions")),
-            constraints=_str_list(data.get("constraints")),
+            items=items,
             message_count=int(data.get("message_count") or 0),
             last_seq=int(data.get("last_seq") or 0),
             entity_counts=_int_map(counts.get("entities")),
             topic_counts=_int_map(counts.get("topics")),
         )
+
+
+def _shown(item: BoardItem) -> dict[str, Any]:
+    data = {"text": item.text, "sources": [s.to_json() for s in item.sources]}
+    if item.edited:
+        data["edited"] = True
+    return data
 
 
 class Summarizer(Protocol):

@@ -47,7 +47,11 @@ def _full_state(app, conversation_id):
     """Everything a user sees of the chain and board (ids excluded)."""
     chain = catchup.live_chain(app, USER, conversation_id)
     board = get_board(app, USER, conversation_id)
-    return [(c.kind, c.level, c.is_master, c.first_seq, c.last_seq, c.text, c.token_count) for c in chain], board
+    # Items cite message ids, which differ between conversations: compare their external ids.
+    seen = board and (board.summary, {name: [(i.text, i.group, [s.external_id for s in i.sources])
+                                             for i in board.section(name)] for name in board.items},
+                      board.message_count, board.last_seq, board.entity_counts, board.topic_counts)
+    return [(c.kind, c.level, c.is_master, c.first_seq, c.last_seq, c.text, c.token_count) for c in chain], seen
 
 
 def test_catch_up_builds_the_expected_chain_with_sources_ranges_tokens_embeddings(app, locomo_path):

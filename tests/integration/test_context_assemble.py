@@ -77,10 +77,11 @@ def test_works_without_summaries_and_uses_them_when_they_exist(app):
         conn.execute("insert into memctx.summaries (conversation_id, user_id, level, content, source_kind, source_ids,"
                      " first_seq, last_seq, token_count, superseded_at) values (%s, %s, 1, %s, 'message', %s, 1, 5, 5, now())",
                      (conv.id, user, "OLD superseded summary", [messages[0].id]))
-        conn.execute("insert into memctx.summary_boards (conversation_id, user_id, current_summary, key_facts, constraints,"
-                     " last_seq) values (%s, %s, %s, %s, %s, 40)",
-                     (conv.id, user, "Board: a chat about hobbies.", '["Rex is a border collie"]',
-                      '["Ana is vegetarian"]'))
+        conn.execute("insert into memctx.summary_boards (conversation_id, user_id, current_summary, items,"
+                     " last_seq) values (%s, %s, %s, %s, 40)",
+                     (conv.id, user, "Board: a chat about hobbies.",
+                      '{"key_facts": [{"text": "Rex is a border collie", "sources": []}],'
+                      ' "constraints": [{"text": "Ana is vegetarian", "sources": []}]}'))
     wc = get_working_context(app, conv.id, "How was the jazz concert?", 2000, user=user)
     text = wc.text
     assert "MASTER: Ana and Ben" in text and "Rex is a border collie" in text and "Ana is vegetarian" in text
@@ -100,8 +101,9 @@ def _summaries_and_board(app, user, conv, messages):
         conn.execute("insert into memctx.summaries (conversation_id, user_id, level, content, source_kind,"
                      " source_ids, first_seq, last_seq, token_count) values (%s, %s, 2, %s, 'message', %s, 1, 30, %s)",
                      (conv.id, user, summary, [m.id for m in messages[:30]], app.counter.count(summary)))
-        conn.execute("insert into memctx.summary_boards (conversation_id, user_id, current_summary, key_facts,"
-                     " last_seq) values (%s, %s, %s, %s, 40)", (conv.id, user, board, Jsonb(facts)))
+        conn.execute("insert into memctx.summary_boards (conversation_id, user_id, current_summary, items,"
+                     " last_seq) values (%s, %s, %s, %s, 40)",
+                     (conv.id, user, board, Jsonb({"key_facts": [{"text": f, "sources": []} for f in facts]})))
     return summary, board, facts
 
 

@@ -42,7 +42,7 @@ def test_summarize_chain_board_edit_close_continuity(app, database_url, monkeypa
     table = run(cli, ["chain", str(conv.id)])
     assert table.exit_code == 0 and "1–9" in table.stdout
 
-    board = json.loads(run(cli, ["board", str(conv.id)]).stdout)
+    board = json.loads(run(cli, ["board", str(conv.id), "--json"]).stdout)
     assert board["last_seq"] == 12 and "Boston" in json.dumps(board)
 
     out = run(cli, ["edit-summary", chain[0]["id"], "Maria works at the Boston library since May."])

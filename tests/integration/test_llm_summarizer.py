@@ -258,7 +258,7 @@ BOARD_REPLY = {
 
 
 def test_board_update_through_the_model(server: FakeOpenAI, llm: LLMSummarizer) -> None:
-    previous = Board(constraints=["Caroline: never call after 9 pm"], last_seq=0)
+    previous = Board.from_json({"constraints": ["Caroline: never call after 9 pm"]})
     server.queue.append(Reply(content=json.dumps(BOARD_REPLY)))
     board = llm.update_board(previous, SOURCES, max_tokens=100)
     assert board.summary == BOARD_REPLY["summary"]

@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from memctx.summarize.board import CONSTRAINTS_CAP, KEY_FACTS_CAP, board_from_fields, update_board
+from memctx.summarize.board import board_from_fields, update_board
 from memctx.summarize.extractive import ExtractiveSummarizer
-from memctx.summarize.types import Board, SourceText
+from memctx.summarize.types import SECTION, Board, SourceText
 from memctx.tokens import get_counter
 
+CONSTRAINTS_CAP = SECTION["constraints"].cap
+KEY_FACTS_CAP = SECTION["key_facts"].cap
 COUNTER = get_counter()
 SUMMARIZER = ExtractiveSummarizer(COUNTER)
 MAY_8 = datetime(2023, 5, 8, 13, 56)
@@ -161,8 +163,9 @@ def test_json_round_trip_and_tolerant_reads() -> None:
         ("Caroline", "I moved to New York in 2020. I prefer tea. Will you visit?"),
         ("Melanie", "I'll visit in June!")]))
     data = board.to_json()
-    assert set(data) == {"summary", "key_facts", "entities", "topics", "action_items", "pending_questions",
-                         "constraints", "message_count", "last_seq", "counts"}
+    assert set(data) == {"summary", "items", "message_count", "last_seq", "counts"}
+    assert set(data["items"]) == {"key_facts", "entities", "topics", "action_items", "pending_questions",
+                                  "constraints"}
     assert Board.from_json(data) == board
     assert Board.from_json(None) == Board.empty() == Board.from_json({})
     partial = Board.from_json({"summary": "s", "entities": {"people": ["Ann", None]}, "last_seq": 4,
@@ -175,9 +178,10 @@ def test_board_from_fields_holds_a_proposed_board_to_the_invariants() -> None:
     previous = update(Board.empty(), msg(1, "Caroline", "Please don't call me after 9 pm."))
     proposed = board_from_fields(
         previous, [msg(2, "Melanie", "Jenna and Jenna's dog visited Denver.")],
-        summary="  Melanie said Jenna visited Denver.  ", key_facts=["Melanie: Jenna visited Denver."] * 3,
-        entities={"people": ["Jenna"], "places": ["Denver", "Jenna"]}, topics=["travel"],
-        action_items=[], pending_questions=[], constraints=["Melanie: I prefer trains."],
+        summary="  Melanie said Jenna visited Denver.  ", proposed={
+            "key_facts": ["Melanie: Jenna visited Denver."] * 3,
+            "entities": {"people": ["Jenna"], "places": ["Denver", "Jenna"]}, "topics": ["travel"],
+            "action_items": [], "pending_questions": [], "constraints": ["Melanie: I prefer trains."]},
     )
     assert proposed.summary == "Melanie said Jenna visited Denver."
     assert proposed.key_facts == ["Melanie: Jenna visited Denver."]
