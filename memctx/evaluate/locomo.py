@@ -16,6 +16,9 @@ from typing import Any, Iterable, Mapping
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 CONTAINMENT_CATEGORIES = (1, 2, 4)  # category 3 is reported apart; 5 has no answer
+# The headline pools the gold turns of these (found / all): a question with five evidence turns
+# weighs five times one with one. Category 5 (adversarial) is reported beside it, never in it.
+POOLED_CATEGORIES = (1, 2, 3, 4)
 
 _EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 
@@ -81,10 +84,16 @@ def contains_answer(context: str, answer: str | None) -> bool | None:
     return f" {gold} " in f" {normalize(context)} "
 
 
-def evidence_recall(context: str, evidence: Iterable[str], texts: Mapping[str, str]) -> float | None:
-    """Share of the gold turns whose stored text appears verbatim in the context; None when
-    no evidence id names a stored turn (the question is skipped)."""
+def evidence_found(context: str, evidence: Iterable[str], texts: Mapping[str, str]) -> tuple[int, int] | None:
+    """(gold turns whose stored text appears verbatim in the context, gold turns stored); None
+    when no evidence id names a stored turn (the question is skipped)."""
     known = [e for e in evidence if e in texts]
     if not known:
         return None
-    return sum(1 for e in known if texts[e] in context) / len(known)
+    return sum(1 for e in known if texts[e] in context), len(known)
+
+
+def evidence_recall(context: str, evidence: Iterable[str], texts: Mapping[str, str]) -> float | None:
+    """Share of one question's gold turns in the context (None: skipped)."""
+    found = evidence_found(context, evidence, texts)
+    return None if found is None else found[0] / found[1]

@@ -1,16 +1,19 @@
 """The LoCoMo evaluation of get_working_context, with baselines in the same run. No LLM.
 
 Owns: `run_eval` — ingest the file (reusing stored conversations), bring summaries up to date
-through the worker's library when it exists, then for every question and budget call
+through the worker's library, then for every question and budget call
 get_working_context(query = question) and score evidence recall, answer containment, tokens and
 latency, per category and overall, beside the recency / dense-only / full-text-only baselines
 and the full-history token count.
+
+The headline `evidence_recall` pools the gold turns of categories 1–4 (found / all). Beside it,
+under their own names: the per-question mean over every category (`evidence_recall_question_mean`,
+memctx's headline before 0.2) and category 5's (`evidence_recall_adversarial`).
 """
 
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -21,8 +24,8 @@ import numpy as np
 from memctx.assemble.budget import message_tokens
 from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.evaluate.baselines import BASELINES, baseline_context, turn_line
-from memctx.evaluate.locomo import (CATEGORIES, CONTAINMENT_CATEGORIES, Question, contains_answer,
-                                    evidence_recall, load_questions)
+from memctx.evaluate.locomo import (CATEGORIES, CONTAINMENT_CATEGORIES, POOLED_CATEGORIES, Question,
+                                    contains_answer, evidence_found, load_questions)
 from memctx.pipeline.catchup import catch_up
 from memctx.retrieve.lexical import analyze
 from memctx.sql import QUERIES
@@ -34,9 +37,14 @@ Progress = Callable[[int], None]
 
 @dataclass
 class _Tally:
-    """Scores of one arm (memctx or a baseline) at one budget."""
+    """Scores of one arm (memctx or a baseline) at one budget, over the questions given to it;
+    gold turns are pooled over those of `pooled` categories."""
 
+    pooled: tuple[int, ...] = POOLED_CATEGORIES
+    found: int = 0
+    gold: int = 0
     recall: list[float] = field(default_factory=list)
+    recall_adversarial: list[float] = field(default_factory=list)
     contain: list[float] = field(default_factory=list)
     contain_open: list[float] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
@@ -47,11 +55,15 @@ class _Tally:
         self.tokens.append(tokens)
         if ms is not None:
             self.ms.append(ms)
-        recall = evidence_recall(context, q.evidence, texts)
-        if recall is None:
+        found = evidence_found(context, q.evidence, texts)
+        if found is None:
             self.skipped += 1
         else:
-            self.recall.append(recall)
+            self.recall.append(found[0] / found[1])
+            if q.category in self.pooled:
+                self.found, self.gold = self.found + found[0], self.gold + found[1]
+            if q.category == 5:
+                self.recall_adversarial.append(found[0] / found[1])
         hit = contains_answer(context, q.answer)
         if hit is not None and q.category in CONTAINMENT_CATEGORIES:
             self.contain.append(float(hit))
@@ -59,7 +71,11 @@ class _Tally:
             self.contain_open.append(float(hit))
 
     def summary(self, *, latency: bool) -> dict[str, Any]:
-        out = {"evidence_recall": _mean(self.recall), "answer_containment": _mean(self.contain),
+        out = {"evidence_recall": round(self.found / self.gold, 4) if self.gold else None,
+               "evidence_found": self.found, "evidence_gold": self.gold,
+               "evidence_recall_question_mean": _mean(self.recall),
+               "evidence_recall_adversarial": _mean(self.recall_adversarial),
+               "answer_containment": _mean(self.contain),
                "answer_containment_open_domain": _mean(self.contain_open), "mean_tokens": _mean(self.tokens),
                "questions": len(self.recall), "skipped": self.skipped}
         if latency:
@@ -100,7 +116,7 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
     system = assembler.options.system_prompt
     texts, rows_by_conv, line_tokens, history = _conversation_data(app, user, conversations)
     arms = {b: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for b in budgets}
-    by_cat = {b: defaultdict(_Tally) for b in budgets}
+    by_cat = {b: {c: _Tally(pooled=(c,)) for c in CATEGORIES} for b in budgets}
     for q in questions:  # memctx first, alone, so its latency is not mixed with the baselines'
         cid = conversations[q.sample_id]
         for budget in budgets:
@@ -108,7 +124,7 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
             wc = assembler.get_working_context(user, cid, q.question, budget)
             ms = (time.perf_counter() - t0) * 1000
             arms[budget]["memctx"].add(q, wc.text, wc.tokens, texts[cid], ms)
-            by_cat[budget][CATEGORIES[q.category]].add(q, wc.text, wc.tokens, texts[cid], ms)
+            by_cat[budget][q.category].add(q, wc.text, wc.tokens, texts[cid], ms)
         if progress:
             progress(1)
     for q in questions if baselines else ():
@@ -127,7 +143,8 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
         "full_history_tokens": {"mean": round(float(np.mean(list(history.values()))), 1), "per_conversation": history},
         "budgets": {str(b): {**arms[b]["memctx"].summary(latency=True),
                              "baselines": {k: arms[b][k].summary(latency=False) for k in BASELINES} if baselines else {},
-                             "by_category": {name: t.summary(latency=True) for name, t in sorted(by_cat[b].items())}}
+                             "by_category": {CATEGORIES[c]: t.summary(latency=True)
+                                             for c, t in sorted(by_cat[b].items()) if t.recall or t.skipped}}
                     for b in budgets},
     }
 

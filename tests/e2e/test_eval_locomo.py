@@ -35,9 +35,14 @@ def test_eval_locomo_json_and_plot(app, settings, locomo_path, tmp_path):
     results = json.loads(done.stdout)
     assert set(results["budgets"]) == {"500", "1000"}
     for budget, r in results["budgets"].items():
-        for key in ("evidence_recall", "answer_containment", "mean_tokens", "p50_ms", "p95_ms", "questions",
-                    "skipped", "baselines", "by_category"):
+        for key in ("evidence_recall", "evidence_found", "evidence_gold", "evidence_recall_question_mean",
+                    "evidence_recall_adversarial", "answer_containment", "mean_tokens", "p50_ms", "p95_ms",
+                    "questions", "skipped", "baselines", "by_category"):
             assert key in r
+        # The headline pools the gold turns of categories 1–4; each category pools its own.
+        pooled = [c for name, c in r["by_category"].items() if name != "adversarial"]
+        assert r["evidence_gold"] == sum(c["evidence_gold"] for c in pooled) > 0
+        assert r["evidence_recall"] == round(sum(c["evidence_found"] for c in pooled) / r["evidence_gold"], 4)
         assert r["questions"] + r["skipped"] == 25
         assert r["mean_tokens"] <= int(budget)
         assert set(r["baselines"]) == {"recency", "dense", "fulltext"}

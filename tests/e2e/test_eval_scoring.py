@@ -25,3 +25,23 @@ def test_recall_counts_verbatim_turns_only():
     context = "[8 May 2023] Ana: I adopted a cat.\nSummary: Ben asked the cat's name."
     assert evidence_recall(context, ["D1:1", "D1:2"], texts) == 0.5
     assert evidence_recall(context, ["D9:9"], texts) is None  # skipped: names no stored turn
+
+
+def test_the_headline_pools_gold_turns_of_categories_1_to_4_and_reports_the_rest_beside_it():
+    from memctx.evaluate.locomo import Question
+    from memctx.evaluate.run import _Tally
+
+    texts = {f"D1:{i}": f"turn number {i} here" for i in range(1, 7)}
+    context = "turn number 1 here\nturn number 2 here\nturn number 6 here"
+
+    def q(category, *evidence):
+        return Question("s", 0, "?", None, category, evidence, ())
+
+    tally = _Tally()
+    tally.add(q(4, "D1:1"), context, 10, texts)  # 1 of 1
+    tally.add(q(1, "D1:2", "D1:3", "D1:4", "D1:5"), context, 10, texts)  # 1 of 4
+    tally.add(q(5, "D1:6"), context, 10, texts)  # adversarial: beside the headline, never in it
+    out = tally.summary(latency=False)
+    assert (out["evidence_found"], out["evidence_gold"], out["evidence_recall"]) == (2, 5, 0.4)
+    assert out["evidence_recall_question_mean"] == round((1 + 0.25 + 1) / 3, 4)
+    assert out["evidence_recall_adversarial"] == 1.0
