@@ -19,8 +19,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from memctx.cli.pipeline import eval_board_cmd
 from memctx.cli.common import BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, user_id
+from memctx.cli.pipeline import eval_board_cmd
 
 
 def context_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),

@@ -1,13 +1,15 @@
 """CLI commands that drive and inspect a conversation's summaries by hand.
 
 `summarize`, `chain`, `board`, `edit-board`, `close`, `continuity`, `edit-summary` and `backlog`:
-each calls one library function and prints JSON (or a table for `chain`, a listing for `board`). `memctx worker` itself is registered by
+each calls one library function and prints JSON (or a table for `chain`, a listing for `board`).
+`eval_board_cmd` is `memctx eval board`, registered with the eval group in memctx.cli.context. `memctx worker` itself is registered by
 the worker package (worker/cli.py), so the core never imports it.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -22,6 +24,39 @@ from memctx.cli.common import BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversat
 from memctx.config import Settings
 from memctx.store import UnknownConversation
 from memctx.summarize.types import SECTION, SECTIONS
+
+
+def eval_board_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False, help="a LoCoMo JSON file"),
+                   as_json: bool = typer.Option(False, "--json", help="print the full results as JSON"),
+                   labels: Optional[Path] = typer.Option(None, dir_okay=False,
+                                                         help="labelled utterances (default: the dev set shipped)")
+                   ) -> None:
+    """Score the key-free summary board on LoCoMo's gold facts and session summaries (no LLM, no
+    database): precision and coverage of its items, section sizes, ROUGE-L against lead-k, and
+    its detectors on labelled utterances."""
+    from memctx.evaluate.board import LABELS_PATH, run_board_eval
+    from memctx.tokens import get_counter
+
+    settings = Settings()
+    results = run_board_eval(path, get_counter(settings.token_encoding), every=settings.board_update_frequency,
+                             max_tokens=settings.board_length, labels=labels or LABELS_PATH)
+    if as_json:
+        print(json.dumps(results, ensure_ascii=False))
+        return
+    out = Console()
+    for name, share in results["precision"].items():
+        out.print(f"{name}: {results['items'][name]} items, {share:.1%} cite a gold fact's evidence turn")
+    cov = results["fact_coverage"]
+    out.print(f"fact coverage: {cov['covered']}/{cov['observations']} gold facts ({cov['share']:.1%}), "
+              f"{cov['per_100_tokens']} per 100 key-fact tokens")
+    summ = results["summaries"]
+    out.print(f"summaries: ROUGE-L {summ['rouge_l']:.3f} vs lead-k {summ['lead_rouge_l']:.3f} "
+              f"({summ['sessions']} sessions)")
+    sizes = ", ".join(f"{n} {v['most']}/{v['cap']}" for n, v in results["section_sizes"].items())
+    out.print(f"largest sections (items/cap): {sizes}")
+    for name, v in results.get("labelled", {}).get("detectors", {}).items():
+        out.print(f"detector {name}: precision {v['precision']:.1%}, recall {v['recall']:.1%} "
+                  f"({v['detected']} detected, {v['labelled']} labelled)")
 
 
 def register(app: typer.Typer) -> None:
