@@ -65,7 +65,7 @@ def test_conversations_create_list_get_delete(alice):
     assert alice.get(f"/v1/conversations/{conv['id']}").status_code == 404
 
 
-def test_messages_append_and_page_by_seq(alice):
+def test_messages_append_and_page_by_seq(alice, database_url):
     r = alice.post("/v1/conversations/paint/messages", json={"messages": [
         {"role": "user", "content": [{"type": "text", "text": "Here is the frame"},
                                      {"type": "image", "url": "https://x/f.jpg", "caption": "an oak frame"}],
@@ -76,6 +76,10 @@ def test_messages_append_and_page_by_seq(alice):
     assert [m["seq"] for m in stored] == [len(TURNS) + 1, len(TURNS) + 2]
     assert stored[0]["text"] == "Here is the frame\n[image: an oak frame]" and stored[0]["external_id"] == "img"
     assert stored[0]["created_at"].startswith("2024-05-01T10:00:00")
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:  # the worker is asked, as for any insert
+        waiting = conn.execute("select count(*) as n from memctx.outbox where conversation_id = %s and processed_at is null",
+                               (alice.conversation["id"],)).fetchone()["n"]
+    assert waiting >= 1
     retried = alice.post("/v1/conversations/paint/messages", json={"messages": [{"role": "user", "content": "x", "id": "img"}]})
     assert retried.status_code == 201 and retried.json()["messages"] == []  # a retry stores nothing twice
     page = alice.get("/v1/conversations/paint/messages", params={"after_seq": 2, "limit": 3}).json()
