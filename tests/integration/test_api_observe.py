@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import time
 import uuid
 
 import pytest
@@ -64,7 +65,10 @@ def test_log_lines_are_json_with_the_request_id_and_no_content(api_server, api_k
         fresh = http.post("/v1/conversations/gym/messages", json={"messages": [{"role": "user", "content": SECRET_MESSAGE}]})
     assert given.headers["x-request-id"] == "req-from-client-1"
     assert len(fresh.headers["x-request-id"]) == 32
-    lines = log_lines()
+    # The request's line is written once its response is sent, so it can land just after the answer.
+    deadline = time.monotonic() + 10
+    while fresh.headers["x-request-id"] not in json.dumps(lines := log_lines()) and time.monotonic() < deadline:
+        time.sleep(0.05)
     by_request = {}
     for line in lines:
         by_request.setdefault(line.get("request_id"), []).append(line)

@@ -4,7 +4,11 @@ whose upstream is a real OpenAI-compatible HTTP server on loopback that records 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import httpx
 import openai
@@ -16,6 +20,7 @@ from api_support import serve
 from memctx.config import Settings
 from support import row_counts
 
+ROOT = Path(__file__).resolve().parents[2]
 CALL = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}
 PIECES = ["Your cat ", "is called ", "Miso."]
 
@@ -217,3 +222,14 @@ def test_another_users_conversation_is_not_found_and_untouched(client, api_serve
 
 def test_models_are_passed_through(client):
     assert [m.id for m in client.models.list()] == ["fake-model"]
+
+
+def test_the_readme_example_runs_against_the_proxy(api_server, api_key_for, received, app, alice):
+    example = ROOT / "docs" / "examples" / "proxy.py"
+    assert example.read_text().split('"""', 2)[2].strip() in (ROOT / "README.md").read_text()
+    env = {**os.environ, "MEMCTX_API_URL": api_server, "MEMCTX_API_KEY": api_key_for(alice)}
+    out = subprocess.run([sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=120,
+                         check=True)
+    assert out.stdout.splitlines() == ["Your cat is called Miso."] * 2
+    assert "My sister Ana lives in Porto." in json.dumps(received[1]["body"]["messages"])
+    assert [role for role, _ in _stored(app, alice, "support-42")] == ["user", "assistant", "user", "assistant"]
