@@ -171,7 +171,11 @@ class _Call:
             self._record(None, exc)
             return _upstream_failure(exc, stream=False)
         http = raw.http_response
-        self._record(http.json(), None, status=http.status_code)
+        try:
+            completion = http.json()
+        except ValueError:  # not JSON: passed on as it came, nothing to store
+            completion = None
+        self._record(completion if isinstance(completion, dict) else None, None, status=http.status_code)
         return Response(http.content, http.status_code, media_type=http.headers.get("content-type"))
 
     def stream(self, upstream: openai.OpenAI, messages: list[dict], extra: dict[str, Any]) -> Response:
