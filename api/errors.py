@@ -1,5 +1,6 @@
 """memctx's refusals as HTTP answers: bad input is a 422 naming the field, an unknown or another
-tenant's conversation a 404, the same for both. Nothing here decides; it only translates."""
+tenant's conversation a 404, the same for both, and a pool with no free connection a 503 to retry.
+Nothing here decides; it only translates."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import NoReturn
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from psycopg_pool import PoolTimeout
 
 from memctx.assemble import BudgetTooSmall
 from memctx.models import InvalidInput
@@ -34,6 +36,11 @@ def install(app: FastAPI) -> None:
     async def budget_too_small(request: Request, exc: BudgetTooSmall) -> JSONResponse:
         return JSONResponse({"detail": [{"loc": ["body", "token_budget"], "msg": str(exc), "type": "value_error"}]},
                             status_code=422)
+
+    @app.exception_handler(PoolTimeout)
+    async def busy(request: Request, exc: PoolTimeout) -> JSONResponse:
+        return JSONResponse({"detail": "every database connection is busy; retry shortly"}, status_code=503,
+                            headers={"Retry-After": "1"})
 
     @app.exception_handler(UnknownConversation)
     async def unknown_conversation(request: Request, exc: UnknownConversation) -> JSONResponse:

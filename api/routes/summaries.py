@@ -18,10 +18,11 @@ router = APIRouter(prefix="/v1", tags=["summaries"])
 
 @router.get("/conversations/{conversation}/board")
 def board(conversation: ConversationPath, who: CallerDep) -> dict[str, Any] | None:
-    """The summary board (running summary, key facts, entities, topics, action items, pending
-    questions, constraints); null until the worker (or summarize) has built one."""
+    """The summary board as `memctx board --json` prints it: the running summary and every item
+    (key facts, entities, topics, action items, pending questions, constraints) with the messages it
+    came from; null until the worker (or summarize) has built one."""
     found = get_board(who.app, who.user_id, conversation_id(who, conversation))
-    return found.to_json() if found else None
+    return found.view_json() if found else None
 
 
 @router.get("/conversations/{conversation}/chain")
