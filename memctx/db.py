@@ -190,6 +190,7 @@ class CallerPool:
     @contextmanager
     def connection(self, timeout: float | None = None) -> Iterator[psycopg.Connection]:
         with self.pool.connection(timeout) as conn, conn.transaction():
-            conn.execute("set local role authenticated")
-            conn.execute("select set_config('request.jwt.claims', %s, true)", (self._claims,))
+            # `set local role` and the claims in one round trip (set_config('role', …) is SET ROLE)
+            conn.execute("select set_config('role', 'authenticated', true), "
+                         "set_config('request.jwt.claims', %s, true)", (self._claims,))
             yield conn
