@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from api import errors, observe, proxy
 from api.auth import Authenticator
 from api.routes import ROUTERS
+from mcp_tools import http as mcp_http
 from memctx.app import App, open_app
 from memctx.config import Settings
 
@@ -39,6 +40,7 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
         api.include_router(router)
     proxy.install(api, settings)
     observe.install(api)
+    api.include_router(mcp_http.router(app, settings))  # the MCP tools at /mcp
     return api
 
 

@@ -1,1 +1,2 @@
-"""mcp_tools: thin layer over memctx (filled by later issues)."""
+"""mcp_tools: the MCP server over memctx (thin): the tools (`server`), stdio (`stdio`) and
+streamable HTTP (`http`, also mounted at /mcp by `memctx serve`), and `memctx mcp` (`cli`)."""

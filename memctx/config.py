@@ -133,6 +133,12 @@ class Settings(BaseSettings):
     api_max_token_budget: int = Field(default=200_000, ge=1, description="largest token_budget of a context request")
     api_max_page: int = Field(default=1000, ge=1, description="largest `limit` of a listing or search")
 
+    # MCP server (mcp_tools/, `memctx mcp`) --------------------------------------------------------
+    api_key: SecretStr | None = Field(
+        default=None, description="`memctx mcp` over stdio: the API key (or JWT) of the user the tools act for")
+    conversation: str | None = Field(
+        default=None, description="`memctx mcp` over stdio: the bound conversation (UUID or external id)")
+
     @model_validator(mode="after")
     def _check(self) -> "Settings":
         if self.sum_window >= self.n_sum:

@@ -1,0 +1,193 @@
+"""The MCP tools: memory search, the summary board, the working context and recording a message,
+for an agent acting for one authenticated user.
+
+Owns: the tools, their descriptions (written for the LLM that calls them), and memctx's refusals
+as tool errors. Thin: each tool parses its arguments, names the caller's conversation, calls
+memctx as the caller (`App.for_user`: every query runs under row-level security) and keeps the
+result small, with its sources. Who calls and which conversation the session is bound to come
+from the transport (`mcp_tools.stdio`, `mcp_tools.http`) through a `Bind`, never from a tool
+argument: a tool has no way to name a user.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any, Callable, Iterator, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from api.auth import Caller
+from api.routes.context import time_range as since
+from memctx.assemble import BudgetTooSmall, get_working_context as working_context
+from memctx.models import Conversation, InvalidInput, NewMessage, check_text
+from memctx.pipeline.board import get_board
+from memctx.pipeline.catchup import live_chain
+from memctx.retrieve import search_memories
+from memctx.store import UnknownConversation
+from memctx.store.ingest import ConversationInput
+
+MAX_RESULTS = 20
+NOTHING_BOUND = ("No conversation is bound to this session and none was given: pass conversation_id "
+                 "(a conversation's id or your external id).")
+# recall_context's context types → the board's sections.
+RECALL_SECTIONS = {"action_items": "action_items", "questions": "pending_questions", "facts": "key_facts",
+                   "entities": "entities", "constraints": "constraints"}
+
+ConversationArg = Annotated[str | None, Field(
+    description="the conversation's id or its external id; leave it out for the conversation this session "
+                "is bound to")]
+BlockList = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Who calls (already scoped to them by row-level security), and the session's conversation."""
+
+    caller: Caller
+    conversation: str | None
+
+
+Bind = Callable[[Context], Binding]
+
+
+@contextmanager
+def refusals() -> Iterator[None]:
+    """memctx's refusals of the caller's input, as tool errors the model reads."""
+    try:
+        yield
+    except (InvalidInput, UnknownConversation, BudgetTooSmall) as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _conversation(binding: Binding, name: str | None) -> Conversation:
+    name = name if name is not None else binding.conversation
+    if name is None:
+        raise ToolError(NOTHING_BOUND)
+    who = binding.caller
+    return who.app.store.find_conversation(who.user_id, name)
+
+
+def _named(conv: Conversation) -> dict[str, Any]:
+    return {"conversation_id": str(conv.id), "conversation": conv.external_id}
+
+
+def _board_view(binding: Binding, conv: Conversation) -> dict[str, Any] | None:
+    board = get_board(binding.caller.app, binding.caller.user_id, conv.id)
+    return board.view_json() if board else None
+
+
+def build_server(bind: Bind) -> MCPServer:
+    """The memctx MCP server; `bind` says who calls each tool and which conversation is current."""
+    server = MCPServer("memctx", instructions=(
+        "Long-term memory of your conversations with this user. Search it before saying you do not "
+        "know something the user told you earlier; read the summary board to catch up on a conversation."))
+
+    @server.tool()
+    def search_conversation_history(
+            query: Annotated[str, Field(description="what to look for, in plain words")], ctx: Context,
+            time_range: Literal["today", "week", "month", "all"] = "all",
+            limit: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 5) -> dict[str, Any]:
+        """Search everything this user said in all of their past conversations with you (messages and
+        summaries), best match first. Use it when the user refers to something said before ("as I told
+        you", "last week"), or before answering a question whose answer the user may have given earlier.
+        Each memory lists what was said, by whom (speaker) and when (date), and where it came from: the
+        conversation (id and external id) and the message ids. An empty list means nothing matched."""
+        binding = bind(ctx)
+        who = binding.caller
+        with refusals():
+            check_text(query, "query")
+            memories = search_memories(who.app, who.user_id, query, None, since(time_range), limit=limit)
+            conversations = {c: who.app.store.get_conversation(who.user_id, c)
+                             for c in {m.conversation_id for m in memories}}
+        return {"memories": [{
+            "kind": m.kind, "score": round(m.score, 4), **_named(conversations[m.conversation_id]),
+            "said": [{"speaker": f.who, "date": f.time.isoformat() if f.time else None, "text": f.text,
+                      "message_id": f.external_id, "id": str(f.id)} for f in m.fragments],
+        } for m in memories]}
+
+    @server.tool()
+    def get_conversation_summary(ctx: Context, conversation_id: ConversationArg = None) -> dict[str, Any]:
+        """Catch up on a conversation without reading it: its running summary, the key facts (per
+        person) and the master summary of everything older than the recent turns. Every fact cites
+        the messages it came from. Defaults to the conversation this session is bound to."""
+        binding = bind(ctx)
+        with refusals():
+            conv = _conversation(binding, conversation_id)
+            view = _board_view(binding, conv)
+            master = next((c for c in live_chain(binding.caller.app, binding.caller.user_id, conv.id)
+                           if c.is_master), None)
+        return {**_named(conv),
+                "summary": view["summary"] if view else None,
+                "key_facts": view["key_facts"] if view else {},
+                "master_summary": {"id": str(master.id), "text": master.text, "first_seq": master.first_seq,
+                                   "last_seq": master.last_seq} if master else None,
+                "messages_summarized": view["message_count"] if view else 0}
+
+    @server.tool()
+    def recall_context(context_type: Literal["action_items", "questions", "facts", "entities", "constraints"],
+                       ctx: Context, conversation_id: ConversationArg = None) -> dict[str, Any]:
+        """One list from a conversation's summary board: `action_items` (open plans and promises, who
+        does what), `questions` (asked and not answered yet), `facts` (key facts per person),
+        `entities` (people, places, organizations) or `constraints` (the user's stated preferences,
+        standing instructions and corrections: honour them). Each item cites the messages it came
+        from. Defaults to the conversation this session is bound to; an empty list means none yet."""
+        binding = bind(ctx)
+        with refusals():
+            conv = _conversation(binding, conversation_id)
+            view = _board_view(binding, conv)
+        section = RECALL_SECTIONS[context_type]
+        return {**_named(conv), "context_type": context_type, "items": view[section] if view else []}
+
+    @server.tool()
+    def get_working_context(
+            query: Annotated[str, Field(description="the new user message you are about to answer")],
+            token_budget: Annotated[int, Field(ge=1, description="most tokens the context may take")],
+            ctx: Context, conversation_id: ConversationArg = None) -> dict[str, Any]:
+        """The best context for answering `query` in a conversation, within `token_budget` tokens
+        (tiktoken, chat format): relevant memories, the conversation's summaries and board, and its
+        recent turns, as chat messages ready to send to a model. For agents that build their own
+        prompts. `sources` says where every included line came from. Defaults to the conversation this
+        session is bound to."""
+        binding = bind(ctx)
+        who = binding.caller
+        most = who.app.settings.api_max_token_budget
+        if token_budget > most:
+            raise ToolError(f"token_budget must be at most {most}")
+        with refusals():
+            check_text(query, "query")
+            conv = _conversation(binding, conversation_id)
+            wc = working_context(who.app, conv.id, query, token_budget, user=who.user_id)
+        return {**_named(conv), "tokens": wc.tokens, "budget": wc.budget, "messages": wc.messages,
+                "sources": [s.as_json() for s in wc.sources]}
+
+    @server.tool()
+    def add_message(
+            role: Literal["user", "assistant", "system", "tool", "agent", "observer"],
+            content: Annotated[str | BlockList, Field(description=(
+                'the message: a string, or typed blocks: {"type": "text", "text"}, {"type": "image", "url", '
+                '"caption"}, {"type": "tool_call", "name", "arguments"}, {"type": "tool_result", "content"}, '
+                '{"type": "thinking", "text"}'))],
+            ctx: Context) -> dict[str, Any]:
+        """Record one message in the conversation this session is bound to, so that memory keeps it:
+        later searches, summaries and working contexts include it. Use it when your runtime does not
+        store the conversation itself. The bound conversation is created (under its external id) if it
+        does not exist yet. Returns the stored message's id and position (seq)."""
+        binding = bind(ctx)
+        if binding.conversation is None:
+            raise ToolError("No conversation is bound to this session, so there is nowhere to add the message.")
+        who = binding.caller
+        with refusals():
+            message = NewMessage.build(role, content, record="content")
+            # checked as ingest and the API check a batch: an empty message is refused too
+            ConversationInput(binding.conversation, None, {}, [message], ["content"])
+            try:
+                conv = _conversation(binding, None)
+            except UnknownConversation:
+                conv = who.app.store.create_conversation(who.user_id, external_id=binding.conversation)
+            stored = who.app.store.append_messages(who.user_id, conv.id, [message])
+        return {**_named(conv), "id": str(stored[0].id), "seq": stored[0].seq}
+
+    return server
