@@ -41,6 +41,7 @@ log = logging.getLogger("memctx.api.proxy")
 router = APIRouter(tags=["proxy"])
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+MAX_CONVERSATION_NAME = 1000  # as api.schemas.ConversationName
 IdempotencyKeyHeader = Annotated[str | None, Header(min_length=1, max_length=255,
                                                     description="a retry with the same key stores nothing twice")]
 ConversationHeader = Annotated[ConversationName | None, Header(
@@ -79,9 +80,10 @@ def chat_completions(body: ChatRequest, request: Request, who: CallerDep,
     settings = who.app.settings
     params = body.model_dump(exclude_unset=True)
     name = conversation or (body.metadata or {}).get("memctx_conversation")
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str) or not 1 <= len(name) <= MAX_CONVERSATION_NAME:
         field_error(["header", "X-Memctx-Conversation"],
-                    "name the conversation: the X-Memctx-Conversation header or metadata.memctx_conversation")
+                    "name the conversation (1 to 1000 characters): the X-Memctx-Conversation header or "
+                    "metadata.memctx_conversation")
     turn = split_turn(params["messages"])
     prepared = who.app.store.prepare([to_new_message(m) for m in turn.new])
     conv = _conversation(who, name)

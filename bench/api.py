@@ -8,7 +8,10 @@ database `--database` on the configured server (dropped at the end), starts a re
 2. through the API: `--clients` concurrent httpx clients (asyncio) POSTing
    /v1/conversations/{c}/context with an API key, for `--seconds` — throughput, p50, p95, and
    the ratio to (1);
-3. the proxy: a loopback OpenAI-compatible upstream that answers at once (a child process),
+3. one call at a time, interleaved: get_working_context on the owner's App and on the caller's
+   (`App.for_user`), each with a cached assembler and a fresh one per call, as the API builds;
+   and writing the `context_requests` row — where the API's extra time per call goes;
+4. the proxy: a loopback OpenAI-compatible upstream that answers at once (a child process),
    called `--proxy-requests` times one after another directly and through /v1/chat/completions:
    the p50 / p95 the proxy adds (working context, storing the turn, the log).
 
@@ -42,7 +45,10 @@ from psycopg.conninfo import make_conninfo  # noqa: E402
 
 from memctx import db, keys  # noqa: E402
 from memctx.app import open_app, prepare_database  # noqa: E402
+from api.auth import Caller  # noqa: E402
+from api.observe import record_context  # noqa: E402
 from memctx.assemble import assembler_for  # noqa: E402
+from memctx.assemble.context import build_assembler  # noqa: E402
 from memctx.config import Settings  # noqa: E402
 from memctx.store.ingest import ingest, load_file  # noqa: E402
 
@@ -169,6 +175,31 @@ def proxy_overhead(base: str, upstream: str, key: str, queries: list[str], n: in
     return out
 
 
+def breakdown(app, user, conversations: list, queries: list[str], budget: int, rounds: int) -> dict:
+    """Where an API context call spends more than an in-process one, one call at a time, interleaved:
+    a fresh assembler per call (the API builds one per request, on the caller's App) and the
+    caller's pool (role and JWT claims in every transaction, RLS), and the log row."""
+    caller_app = app.for_user(user)
+    variants = {
+        "owner_cached_assembler": lambda i, q: assembler_for(app).get_working_context(user, conversations[i % 2], q, budget),
+        "owner_fresh_assembler": lambda i, q: build_assembler(app).get_working_context(user, conversations[i % 2], q, budget),
+        "caller_cached_assembler": lambda i, q: assembler_for(caller_app).get_working_context(user, conversations[i % 2], q,
+                                                                                              budget),
+        "caller_fresh_assembler": lambda i, q: assembler_for(app.for_user(user)).get_working_context(
+            user, conversations[i % 2], q, budget),
+    }
+    wc = assembler_for(app).get_working_context(user, conversations[0], queries[0], budget)
+    variants["context_requests_row"] = lambda i, q: record_context(Caller(user, caller_app), conversations[0], wc, "context")
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    for i in range(rounds + 3):  # the first 3 warm up
+        for name, call in variants.items():
+            started = time.perf_counter()
+            call(i, queries[i % len(queries)])
+            if i >= 3:
+                times[name].append(time.perf_counter() - started)
+    return {name: round(statistics.median(v) * 1000, 1) for name, v in times.items()}
+
+
 def summary(latencies: list[float], elapsed: float) -> dict:
     return {"requests": len(latencies), "throughput_per_s": round(len(latencies) / elapsed, 1),
             "p50_ms": round(pct(latencies, 0.5) * 1000, 1), "p95_ms": round(pct(latencies, 0.95) * 1000, 1),
@@ -183,6 +214,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each throughput phase")
     parser.add_argument("--budget", type=int, default=2000)
     parser.add_argument("--proxy-requests", type=int, default=200)
+    parser.add_argument("--breakdown-rounds", type=int, default=40, help="sequential calls per breakdown variant")
     parser.add_argument("--server-workers", type=int, default=1, help="uvicorn worker processes (memctx serve --workers)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--serve-upstream", type=int, metavar="PORT", help=argparse.SUPPRESS)
@@ -209,6 +241,7 @@ def main() -> None:
             queries = questions(args.locomo)
             assembler_for(app).get_working_context(user, conversations[0], queries[0], args.budget)  # warm up
             local = in_process(app, user, conversations, queries, args.clients, args.seconds, args.budget)
+            costs = breakdown(app, user, conversations, queries, args.budget, args.breakdown_rounds)
 
         port, upstream_port = free_port(), free_port()
         env = {**os.environ, "MEMCTX_DATABASE_URL": url, "MEMCTX_UPSTREAM_BASE_URL": f"http://127.0.0.1:{upstream_port}/v1",
@@ -241,6 +274,7 @@ def main() -> None:
         "in_process": local, "api": api,
         "api_over_in_process": round(api["throughput_per_s"] / local["throughput_per_s"], 3),
         "proxy": proxy,
+        "breakdown_median_ms": costs,
     }
     if args.json:
         print(json.dumps(report, indent=1))
@@ -252,6 +286,7 @@ def main() -> None:
         r = report[name]
         print(f"  {name:10} {r['throughput_per_s']:7.1f}/s  p50 {r['p50_ms']} ms  p95 {r['p95_ms']} ms  ({r['requests']} requests)")
     print(f"  api / in-process: {report['api_over_in_process']:.1%}")
+    print("  one call at a time, median ms: " + ", ".join(f"{k} {v}" for k, v in costs.items()))
     print(f"  proxy: direct p50 {proxy['direct']['p50_ms']} / p95 {proxy['direct']['p95_ms']} ms; through memctx "
           f"p50 {proxy['proxy']['p50_ms']} / p95 {proxy['proxy']['p95_ms']} ms; overhead p50 {proxy['overhead_p50_ms']} / "
           f"p95 {proxy['overhead_p95_ms']} ms")
