@@ -236,6 +236,17 @@ def test_http_refuses_a_missing_or_bad_credential(api_server):
         assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
 
 
+def test_http_keeps_a_session_with_the_user_who_opened_it(api_server, alice, bob):
+    accept = {"Accept": "application/json, text/event-stream"}
+    opened = httpx.post(f"{api_server}/mcp", headers={**accept, "Authorization": f"Bearer {alice.key}"}, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    session = opened.headers["mcp-session-id"]
+    stolen = httpx.post(f"{api_server}/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                        headers={**accept, "Authorization": f"Bearer {bob.key}", "Mcp-Session-Id": session})
+    assert opened.status_code == 200 and stolen.status_code == 404
+
+
 def test_stdio_refuses_to_start_without_a_valid_key(database_url, alice):
     for key, says in (("", "MEMCTX_API_KEY is not set"), ("mck_nope", "MEMCTX_API_KEY is not a valid key")):
         done = subprocess.run([MEMCTX, "mcp"], env={**os.environ, "MEMCTX_DATABASE_URL": database_url,
