@@ -154,6 +154,12 @@ with {scope}, dense as (
          ts_rank_cd(l.tsv, to_tsquery('english', %(tsquery)s::text), 1)
     from memctx.conversation_summaries l
    where l.user_id = %(user_id)s::uuid
+), summaries_in_scope as (
+  -- A summary is in the search's scope when it covers a message in scope: of the conversation
+  -- searched, if one is, and said within the time range, if one is given.
+  select sh.* from summary_hits sh
+   where exists (select 1 from scope m
+                  where m.conversation_id = sh.conversation_id and m.seq between sh.first_seq and sh.last_seq)
 ), summary_ranked as (
   -- Summaries are ranked on the signals marked `summaries` (their columns here); the others'
   -- ranks are null for a summary.
@@ -162,7 +168,7 @@ with {scope}, dense as (
               then row_number() over (order by sh.similarity desc nulls last) end as dense_rank,
          case when sh.lexical_score > 0
               then row_number() over (order by sh.lexical_score desc) end as lexical_rank
-    from summary_hits sh
+    from summaries_in_scope sh
 )
 {message_rows}
 union all

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from memctx.models import NewMessage
+from memctx.pipeline import catchup
 from memctx.retrieve import MemorySearch, SearchOptions, TermOverlapReranker, search_memories
 from memctx.retrieve.lexical import analyze
 from memctx.retrieve.queries import SEARCH_QUERIES
@@ -70,6 +71,21 @@ def test_time_range_filters(app):
                                  time_range=(T0 + timedelta(minutes=5), None), limit=10, threshold=-1.0)
     assert everywhere and all(f.time >= T0 + timedelta(minutes=5) for m in everywhere for f in m.fragments
                               if f.id == m.id)
+
+
+def test_a_time_range_also_scopes_the_summaries_found_across_conversations(app):
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    catchup.catch_up(app, user, conv.id)  # level-1 summaries of the first turns
+    query = "pottery class blue bowl sister Clara"
+    kinds = {m.kind for m in search_memories(app, user, query, None, limit=10, threshold=-1.0)}
+    assert "summary" in kinds
+    later = search_memories(app, user, query, None, time_range=(T0 + timedelta(days=1), None), limit=10,
+                            threshold=-1.0)
+    assert later == []  # nothing was said then: no summary of earlier turns either
+    window = (T0 + timedelta(minutes=6), T0 + timedelta(minutes=8))  # the 7th and 8th turns
+    found = search_memories(app, user, query, None, time_range=window, limit=10, threshold=-1.0)
+    assert found and all(m.provenance.last_seq >= 7 for m in found if m.kind == "summary")
 
 
 def test_threshold_drops_weak_dense_only_hits_but_keeps_lexical_ones(app):
