@@ -155,7 +155,8 @@ def record_context(caller: Any, conversation_id: UUID, wc: WorkingContext, kind:
         logged = log_request(conn, entry, retention_days=app.settings.request_log_retention_days)
     else:
         with app.pool.connection() as own:
-            logged = log_request(own, entry, retention_days=app.settings.request_log_retention_days)
+            logged = log_request(own, entry, retention_days=app.settings.request_log_retention_days,
+                                 own_transaction=True)
     CONTEXT_TOKENS_USED.labels(kind).observe(logged.tokens_used)
     CONTEXT_TOKENS_SAVED.labels(kind).observe(logged.tokens_saved)
     for stage, ms in wc.timings_ms.items():

@@ -22,6 +22,11 @@ select %(user_id)s, %(conversation_id)s, %(kind)s, %(model)s, %(token_budget)s, 
   from history h
 returning id, tokens_used, full_history_tokens
 
+-- name: commit_without_flush_wait
+-- A transaction that only writes the log need not wait for its WAL flush: a crash may lose the
+-- last few log rows (never user data), and the request does not wait on the disk.
+set local synchronous_commit = off
+
 -- name: claim_idempotency_key
 -- The key's row, created now (created = true) or as an earlier request left it; the caller's keys
 -- past their keep time are pruned first. A concurrent first claim of the same key returns no row

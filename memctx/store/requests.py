@@ -70,8 +70,12 @@ class LoggedRequest:
         return max(self.full_history_tokens - self.tokens_used, 0)
 
 
-def log_request(conn: psycopg.Connection, request: ContextRequest, *, retention_days: float) -> LoggedRequest:
-    """Insert the log row (and prune the user's rows older than `retention_days`)."""
+def log_request(conn: psycopg.Connection, request: ContextRequest, *, retention_days: float,
+                own_transaction: bool = False) -> LoggedRequest:
+    """Insert the log row (and prune the user's rows older than `retention_days`). With
+    `own_transaction` (the transaction writes nothing else), its commit does not wait for the disk."""
+    if own_transaction:
+        conn.execute(QUERIES["commit_without_flush_wait"])
     row = conn.execute(QUERIES["log_context_request"], {
         "user_id": request.user_id, "conversation_id": request.conversation_id, "kind": request.kind,
         "model": request.model, "token_budget": request.token_budget, "tokens_used": request.tokens_used,
