@@ -24,6 +24,7 @@ import psycopg
 from fastapi import APIRouter, FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
 
+from api.auth import Caller
 from memctx.assemble.types import WorkingContext
 from memctx.metrics import REGISTRY
 from memctx.store.requests import ContextRequest, LoggedRequest, log_request
@@ -140,7 +141,7 @@ def install(app: FastAPI) -> None:
 
 
 # The context request log -------------------------------------------------------------------------
-def record_context(caller: Any, conversation_id: UUID, wc: WorkingContext, kind: Literal["context", "proxy"], *,
+def record_context(caller: Caller, conversation_id: UUID, wc: WorkingContext, kind: Literal["context", "proxy"], *,
                    query_stored_at: int | None = None, model: str | None = None,
                    timings_ms: Mapping[str, float] | None = None, upstream_status: int | None = None,
                    conn: psycopg.Connection | None = None) -> LoggedRequest:
