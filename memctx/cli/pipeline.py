@@ -29,17 +29,18 @@ from memctx.summarize.types import SECTION, SECTIONS
 def eval_board_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False, help="a LoCoMo JSON file"),
                    as_json: bool = typer.Option(False, "--json", help="print the full results as JSON"),
                    labels: Optional[Path] = typer.Option(None, dir_okay=False,
-                                                         help="labelled utterances (default: the dev set shipped)")
+                                                         help="labelled utterances (default: the dev sets shipped)")
                    ) -> None:
     """Score the key-free summary board on LoCoMo's gold facts and session summaries (no LLM, no
     database): precision and coverage of its items, section sizes, ROUGE-L against lead-k, and
     its detectors on labelled utterances."""
-    from memctx.evaluate.board import LABELS_PATH, run_board_eval
+    from memctx.evaluate.board import LABEL_SETS, run_board_eval
     from memctx.tokens import get_counter
 
     settings = Settings()
     results = run_board_eval(path, get_counter(settings.token_encoding), every=settings.board_update_frequency,
-                             max_tokens=settings.board_length, labels=labels or LABELS_PATH)
+                             max_tokens=settings.board_length,
+                             labels={"custom": labels} if labels else LABEL_SETS)
     if as_json:
         print(json.dumps(results, ensure_ascii=False))
         return
@@ -54,9 +55,10 @@ def eval_board_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False,
               f"({summ['sessions']} sessions)")
     sizes = ", ".join(f"{n} {v['most']}/{v['cap']}" for n, v in results["section_sizes"].items())
     out.print(f"largest sections (items/cap): {sizes}")
-    for name, v in results.get("labelled", {}).get("detectors", {}).items():
-        out.print(f"detector {name}: precision {v['precision']:.1%}, recall {v['recall']:.1%} "
-                  f"({v['detected']} detected, {v['labelled']} labelled)")
+    for label_set, scored in results["labelled"].items():
+        for name, v in scored["detectors"].items():
+            out.print(f"{label_set} detector {name}: precision {v['precision']:.1%}, recall {v['recall']:.1%} "
+                      f"({v['detected']} detected, {v['labelled']} labelled)")
 
 
 def register(app: typer.Typer) -> None:

@@ -13,8 +13,8 @@ which only this measure reads (the memory system never does):
 - summaries: ROUGE-L F1 of each session's extractive summary against the gold `session_summary`,
   at the gold summary's length, beside a lead-k baseline (the session's first turns) of the
   same length as the summary;
-- the detectors on a labelled set of dev utterances (`data/board_labels.jsonl`): precision and
-  recall per label.
+- the detectors on hand-labelled dev utterances (`data/board_labels*.jsonl`, a tuning set and a
+  holdout labelled blind after tuning): precision and recall per label.
 """
 
 from __future__ import annotations
@@ -34,7 +34,10 @@ from memctx.summarize.text import split_sentences
 from memctx.summarize.types import SECTIONS, Board, BoardItem, SourceText
 from memctx.tokens import TokenCounter
 
-LABELS_PATH = Path(__file__).with_name("data") / "board_labels.jsonl"
+# Utterances of the dev split labelled by hand: "tuning" is what the detectors were tuned on,
+# "holdout" was labelled blind afterwards (also dev: neither is a test split).
+LABEL_SETS: Mapping[str, Path] = {name: Path(__file__).with_name("data") / f"board_labels{suffix}.jsonl"
+                                  for name, suffix in (("tuning", ""), ("holdout", "_holdout"))}
 PRECISION_SECTIONS = ("key_facts", "action_items", "constraints")
 # Each detector of the board and the labels of the labelled set it should find.
 DETECTOR_LABELS: Mapping[str, frozenset[str]] = {
@@ -180,7 +183,7 @@ class Labelled:
     labels: frozenset[str]
 
 
-def load_labels(path: Path = LABELS_PATH) -> list[Labelled]:
+def load_labels(path: Path) -> list[Labelled]:
     rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
     return [Labelled(r["sample_id"], r["dia_id"], r["speaker"], r["text"], frozenset(r["labels"])) for r in rows]
 
@@ -223,7 +226,7 @@ def _share(part: int, whole: int) -> float:
 
 
 def run_board_eval(path: Path, counter: TokenCounter, *, every: int, max_tokens: int,
-                   labels: Path | None = LABELS_PATH) -> dict[str, Any]:
+                   labels: Mapping[str, Path] = LABEL_SETS) -> dict[str, Any]:
     """Every figure of the module docstring, as one JSON-ready dict."""
     summarizer = ExtractiveSummarizer(counter)
     tally = Tally()
@@ -243,7 +246,9 @@ def run_board_eval(path: Path, counter: TokenCounter, *, every: int, max_tokens:
                       "rouge_l": round(sum(tally.rouge) / len(tally.rouge), 4) if tally.rouge else 0.0,
                       "lead_rouge_l": round(sum(tally.rouge_lead) / len(tally.rouge_lead), 4) if tally.rouge_lead else 0.0},
     }
-    if labels is not None and Path(labels).is_file():
-        rows = load_labels(labels)
-        result["labelled"] = {"utterances": len(rows), "detectors": score_labels(rows)}
+    result["labelled"] = {}
+    for name, file in labels.items():
+        if Path(file).is_file():
+            rows = load_labels(file)
+            result["labelled"][name] = {"utterances": len(rows), "detectors": score_labels(rows)}
     return result

@@ -12,10 +12,11 @@ Rules, applied to the new messages in seq order:
 - Messages at or before `board.last_seq` are skipped, so a retried update changes nothing.
 - summary: the extractive summary of (the previous board summary + the new messages) within
   `max_tokens`.
-- key_facts: statements (not questions, not small talk, not a bare image caption, at least 4
-  words) that carry a fact cue: a name, a number, a month/weekday/year (a relative date alone
-  such as "yesterday" is not enough), or a first-person fact ("my X is", "I work at", "I live
-  in", "I'm a …", "I have two …"). Written "Speaker: sentence", deduplicated, the 30 newest kept.
+- key_facts: one per message, from its first key-fact sentence (`detect.is_key_fact`: something
+  the speaker did, has or is, with a fact cue; never cheering, thanks, advice or a wish), cut to
+  its fact clause (`detect.fact_clause`), written "Speaker: clause" and weighted by the
+  message's number of key-fact sentences. Deduplicated; over the cap of 30 the lightest go
+  first, oldest first.
 - entities: runs of capitalized words ("New York", "University of Michigan"), not a
   sentence-initial common word, not "I", months or weekdays. Classified by the first cue that
   applies: a speaker → people; an organization word (Inc, Corp, University, Bank, Club …) →
@@ -29,17 +30,14 @@ Rules, applied to the new messages in seq order:
 - topics: lowercase content words (3+ letters, no stopwords, chat filler or names) and
   adjacent pairs of them, counted over the whole conversation; pairs seen twice or more weigh
   1.5×; the 10 heaviest are listed, words inside a listed pair left out.
-- action_items: statements with "I will", "I'll" (not "I'll never/always"), "remind me (to)",
-  "todo"/"to-do", "don't forget", "I/we need to", "let's", "I'm/we're going to/gonna", "I plan
-  to"; deduplicated, the 20 newest kept.
-- pending_questions: a question is a sentence ending in "?". It stays pending until a later
+- action_items: sentences with an actor and a concrete act (`detect.is_action`); deduplicated,
+  the 20 newest kept.
+- pending_questions: a question (`detect.is_question`: ends in "?", not a greeting or a tag
+  question). It stays pending until a later
   message from a different speaker (speaker name, else role) arrives; later messages from the
   same speaker do not answer it. Answered questions leave the list; the 20 newest are kept.
-- constraints: stated preferences and corrections ("I prefer", "I don't like", "please don't",
-  "always"/"never" as an instruction or a first-person habit ("Never call me Bob", "I never eat
-  meat", not "I'll never forget"), "actually, …", "not X but Y", "I meant",
-  "correction", "I'd rather", "from now on" …). Kept across updates, never dropped by a later
-  update; only the 50-item cap drops the oldest.
+- constraints: stated preferences, rules and corrections (`detect.is_constraint`). Kept across
+  updates, never dropped by a later update; only the 50-item cap drops the oldest.
 """
 
 from __future__ import annotations
@@ -140,7 +138,8 @@ def join_sources(old: Iterable[ItemSource], new: Iterable[ItemSource]) -> tuple[
 
 def merge_recent(old: Iterable[BoardItem], new: Iterable[BoardItem], cap: int) -> tuple[BoardItem, ...]:
     """`old` then `new`, deduplicated (a repeat moves to the newest position and adds its sources;
-    an edited item stays edited), newest `cap` kept."""
+    an edited item stays edited); over `cap`, the lightest items go first, oldest first (all
+    weights equal: the newest `cap` are kept)."""
     out: dict[str, BoardItem] = {}
     for item in (*old, *new):
         key = _key(item.text)
@@ -148,9 +147,12 @@ def merge_recent(old: Iterable[BoardItem], new: Iterable[BoardItem], cap: int) -
             continue
         before = out.pop(key, None)
         if before is not None:
-            item = replace(before, sources=join_sources(before.sources, item.sources))
+            item = replace(before, sources=join_sources(before.sources, item.sources),
+                           weight=max(before.weight, item.weight))
         out[key] = replace(item, text=item.text.strip())
-    return tuple(out.values())[-cap:]
+    items = list(out.values())
+    kept = set(sorted(range(len(items)), key=lambda i: (items[i].weight, i))[max(0, len(items) - cap):])
+    return tuple(item for i, item in enumerate(items) if i in kept)
 
 
 def _fresh(board: Board, new_messages: Sequence[SourceText]) -> list[SourceText]:
@@ -165,7 +167,14 @@ def _item(unit: Unit, sources: Sequence[SourceText]) -> BoardItem:
 # Facts, actions, constraints, questions --------------------------------------------------------
 
 def key_facts_of(units: Sequence[Unit], sources: Sequence[SourceText]) -> list[BoardItem]:
-    return [_item(u, sources) for u in units if detect.is_key_fact(u.text)]
+    """One fact per message: the fact clause of its first key-fact sentence, weighted by how many
+    key-fact sentences the message has."""
+    by_message: dict[int, list[Unit]] = {}
+    for unit in units:
+        if detect.is_key_fact(unit.text):
+            by_message.setdefault(unit.source, []).append(unit)
+    return [replace(_item(replace(found[0], text=detect.fact_clause(found[0].text)), sources), weight=len(found))
+            for found in by_message.values()]
 
 
 def action_items_of(units: Sequence[Unit], sources: Sequence[SourceText]) -> list[BoardItem]:

@@ -149,13 +149,15 @@ class BoardItem:
     """One line of a board section and the messages it came from.
 
     `group` is the person a fact came from or an entity's kind; `edited` marks a line a person
-    rewrote (its sources stay).
+    rewrote (its sources stay); `weight` is how much its source said (the number of facts of its
+    message, for key facts): a full section drops its lightest items first, oldest first.
     """
 
     text: str
     sources: tuple[ItemSource, ...] = ()
     group: str | None = None
     edited: bool = False
+    weight: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"text": self.text, "sources": [s.to_json() for s in self.sources]}
@@ -163,6 +165,8 @@ class BoardItem:
             data["group"] = self.group
         if self.edited:
             data["edited"] = True
+        if self.weight:
+            data["weight"] = self.weight
         return data
 
     @classmethod
@@ -175,7 +179,9 @@ class BoardItem:
         raw = data.get("sources")
         sources = tuple(s for s in (ItemSource.from_json(r) for r in (raw if isinstance(raw, list) else [])) if s)
         group = data.get("group")
-        return cls(str(data["text"]), sources, str(group) if group else None, bool(data.get("edited")))
+        weight = data.get("weight")
+        return cls(str(data["text"]), sources, str(group) if group else None, bool(data.get("edited")),
+                   int(weight) if isinstance(weight, (int, float)) else 0)
 
 
 def _items(value: Any) -> tuple[BoardItem, ...]:

@@ -27,13 +27,14 @@ def test_eval_board_reports_every_figure():
     assert all(v["most"] <= v["cap"] for v in r["section_sizes"].values()), r["section_sizes"]
     assert r["summaries"]["sessions"] > 0 and 0 < r["summaries"]["rouge_l"] < 1
     # The labelled dev utterances ship with the package.
-    assert r["labelled"]["utterances"] >= 300
-    assert set(r["labelled"]["detectors"]) == {"constraints", "corrections", "action_items", "questions"}
+    assert set(r["labelled"]) == {"tuning", "holdout"}
+    assert r["labelled"]["tuning"]["utterances"] >= 300 and r["labelled"]["holdout"]["utterances"] >= 100
+    assert set(r["labelled"]["tuning"]["detectors"]) == {"constraints", "corrections", "action_items", "questions"}
 
 
 def test_eval_board_table_and_a_missing_file():
     done = _run(str(FIXTURE))
     assert done.returncode == 0, done.stderr
-    assert "key_facts" in done.stdout and "ROUGE-L" in done.stdout and "detector action_items" in done.stdout
+    assert "key_facts" in done.stdout and "ROUGE-L" in done.stdout and "holdout detector action_items" in done.stdout
     missing = _run(str(FIXTURE.with_name("nope.json")))
     assert missing.returncode == 2 and "nope.json" in missing.stderr and "Traceback" not in missing.stderr

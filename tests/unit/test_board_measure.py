@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from memctx.evaluate.board import LABELS_PATH, Labelled, lead, load_labels, rouge_l, score_labels
+from memctx.evaluate.board import LABEL_SETS, Labelled, lead, load_labels, rouge_l, score_labels
 from memctx.summarize.types import SourceText
 from memctx.tokens import get_counter
 
@@ -34,8 +34,11 @@ def test_detector_scores_count_hits_misses_and_false_alarms():
     assert scores["questions"]["recall"] == 1.0 and scores["constraints"]["detected"] == 0
 
 
-def test_the_labelled_set_is_large_and_well_formed():
-    rows = load_labels(LABELS_PATH)
-    assert len(rows) >= 300 and len({(r.sample_id, r.dia_id) for r in rows}) == len(rows)
-    assert {label for r in rows for label in r.labels} <= {"preference", "correction", "commitment", "question",
-                                                           "none"}
+def test_the_labelled_sets_are_large_well_formed_and_disjoint():
+    tuning, holdout = load_labels(LABEL_SETS["tuning"]), load_labels(LABEL_SETS["holdout"])
+    assert len(tuning) >= 300 and len(holdout) >= 100
+    for rows in (tuning, holdout):
+        assert len({(r.sample_id, r.dia_id) for r in rows}) == len(rows)
+        assert {label for r in rows for label in r.labels} <= {"preference", "correction", "commitment", "question",
+                                                               "none"}
+    assert not {(r.sample_id, r.dia_id) for r in tuning} & {(r.sample_id, r.dia_id) for r in holdout}

@@ -1,0 +1,82 @@
+"""The board's key-free detectors on the sentences issue 14 found wrong, and on the ones they must keep."""
+
+from __future__ import annotations
+
+import pytest
+
+from memctx.summarize import detect
+
+
+@pytest.mark.parametrize("sentence", [
+    "Never had a chance to visit it.", "Always here to help.", "Never give up!",
+    "I'll never forget that day.", "I never want to go through this again.",
+    "Not easy facing setbacks but I believe in you.",
+])
+def test_never_always_and_cheering_are_not_constraints(sentence):
+    assert not detect.is_constraint(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "I prefer tea over coffee.", "Please don't call me after 9 pm.", "Never call me Caro.",
+    "I never eat meat.", "I'm allergic to most reptiles and animals with fur.", "My favorite book is Dune.",
+    "Harry Potter is my favorite book.", "I'm not really into hiking.", "I'm a big fan of Nintendo games.",
+    "From now on, send the reports on Mondays.", "Actually, my daughter's name is Anna, not Anne.",
+])
+def test_stated_preferences_rules_and_corrections_are_constraints(sentence):
+    assert detect.is_constraint(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "Actually I'm vegetarian now.", "No, the budget is 2,000.", "I meant Tuesday, not Monday.",
+    "Sorry, I meant the 5th.", "Scratch that, we're meeting at noon.",
+])
+def test_corrections(sentence):
+    assert detect.is_correction(sentence) and detect.is_constraint(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "I'm gonna make it!", "I'll keep going!", "Let's make tomorrow unforgettable, Gina.",
+    "Let's keep spreading the love and making a difference.", "I'll do my best!", "I'll keep you posted.",
+    "Maybe I'll go back to acting someday.", "Tomorrow's gonna be an awesome night.", "I'll see you soon!",
+])
+def test_encouragement_and_vague_resolve_are_not_action_items(sentence):
+    assert not detect.is_action(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "I'll send you the photos tomorrow.", "Remind me to call the vet.", "Let's meet at 6 at the cafe.",
+    "I need to renew my passport.", "I'm going to a transgender conference this month.",
+    "I'm definitely going to check it out!", "I'll let you know how it turns out.",
+    "I'm planning a ring-toss tournament for the fundraiser.", "Thanks! I'll send you the recipe.",
+    "Can you remind me to book the Oceanarium tickets?",
+])
+def test_an_actor_with_a_concrete_act_is_an_action_item(sentence):
+    assert detect.is_action(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "No doubt, Jon you've got this.", "Yeah, same here Caroline.", "Thanks, Gina - really appreciate your words!",
+    "You're doing great with the studio.", "Gotta focus on success and why I started.",
+])
+def test_cheering_thanks_and_advice_are_not_key_facts(sentence):
+    assert not detect.is_key_fact(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "Since I lost my job at Door Dash, things have been tough.", "I adopted a dog named Max in May.",
+    "I went to a LGBTQ support group yesterday and it was so powerful.", "My sister lives in Denver.",
+])
+def test_what_the_speaker_did_or_has_is_a_key_fact(sentence):
+    assert detect.is_key_fact(sentence)
+
+
+def test_the_fact_clause_drops_openers_and_keeps_the_clause_with_the_fact():
+    assert detect.fact_clause("Yeah, Jon! I visited Paris in May - it was so cool.") == "I visited Paris in May."
+
+
+@pytest.mark.parametrize("sentence,asks", [
+    ("Where did you go in May?", True), ("Any upcoming tournaments?", True), ("How are you?", False),
+    ("Hey Mel, how have you been?", False), ("Nature is calming, huh?", False), ("It was great, right?", False),
+])
+def test_greetings_and_tag_questions_ask_nothing(sentence, asks):
+    assert detect.is_question(sentence) is asks
