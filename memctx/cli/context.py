@@ -72,7 +72,10 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
                     as_json: bool = typer.Option(False, "--json", help="print the full results as JSON"),
                     plot: Optional[Path] = typer.Option(None, help="write recall against budget to this image"),
                     limit: Optional[int] = typer.Option(None, min=1, help="only the first N questions"),
-                    user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
+                    user: Optional[str] = typer.Option(None, help=USER_HELP),
+                    scope: str = typer.Option("conversation", help="conversation: each sample one conversation; "
+                                              "user: each session its own closed conversation, questions asked "
+                                              "in a new one with user-scope memory")) -> None:
     """Score get_working_context on a LoCoMo file (no LLM): evidence recall, answer containment,
     tokens and latency, beside the recency, dense-only and full-text-only baselines."""
     from memctx.app import open_app
@@ -86,13 +89,15 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
         fail(f"--budgets {budgets!r} must be comma-separated integers", BAD_INPUT)
     if not sizes or min(sizes) <= 0:
         fail("--budgets needs at least one positive budget", BAD_INPUT)
+    if scope not in ("conversation", "user"):
+        fail("--scope is conversation or user", BAD_INPUT)
     owner = user_id(user)
     total = len(load_questions(path)[:limit] if limit else load_questions(path))
     with open_app(Settings(), auto_migrate=True) as memctx_app, Progress(
             TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
             console=err, transient=True, disable=not err.is_terminal) as progress:
-        task = progress.add_task("eval", total=total * 2)  # memctx pass, then the baselines' pass
-        results = run_eval(memctx_app, path, sizes, user=owner, limit=limit,
+        task = progress.add_task("eval", total=total * (2 if scope == "conversation" else 1))  # + baselines' pass
+        results = run_eval(memctx_app, path, sizes, user=owner, limit=limit, scope=scope,
                            progress=lambda n: progress.advance(task, n))
     if plot:
         from memctx.evaluate.plot import plot_recall
@@ -107,8 +112,9 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
 
 def _print_table(results: dict) -> None:
     out = Console()
+    history = results["full_history_tokens"]["mean"]
     table = Table(title=f"LoCoMo {escape(str(results['dataset']))} — {results['questions_total']} questions, "
-                        f"full history ≈ {results['full_history_tokens']['mean']:.0f} tokens")
+                        f"{results['scope']} scope" + (f", full history ≈ {history:.0f} tokens" if history else ""))
     table.caption = ("evidence recall: gold turns of categories 1–4 found / all, pooled; "
                      "per question: the mean over questions of every category; adversarial: category 5's")
     for column in ("budget", "arm", "evidence recall", "per question", "adversarial", "answer containment",

@@ -6,6 +6,12 @@ get_working_context(query = question) and score evidence recall, answer containm
 latency, per category and overall, beside the recency / dense-only / full-text-only baselines
 and the full-history token count.
 
+With `scope="user"` (cross-conversation memory), every LoCoMo session is its own conversation of
+one user per sample, with its date, closed as a finished conversation is; each question is asked
+in a new, empty conversation of that user, and the context draws on all of the user's messages,
+live summaries and long-term conversation summaries. The baselines are per conversation and are
+left out there.
+
 The headline `evidence_recall` pools the gold turns of categories 1–4 (found / all). Beside it,
 under their own names: the per-question mean over every category (`evidence_recall_question_mean`,
 memctx's headline before 0.2) and category 5's (`evidence_recall_adversarial`).
@@ -14,10 +20,10 @@ memctx's headline before 0.2) and category 5's (`evidence_recall_adversarial`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
-from uuid import UUID
+from typing import Any, Callable, Literal, Sequence
+from uuid import UUID, uuid5
 
 import numpy as np
 
@@ -27,10 +33,11 @@ from memctx.evaluate.baselines import BASELINES, baseline_context, turn_line
 from memctx.evaluate.locomo import (CATEGORIES, CONTAINMENT_CATEGORIES, POOLED_CATEGORIES, Question,
                                     contains_answer, evidence_found, load_questions)
 from memctx.pipeline.catchup import catch_up
+from memctx.pipeline.longterm import close_conversation
 from memctx.retrieve.lexical import analyze
 from memctx.sql import QUERIES
 from memctx.store import DEFAULT_USER
-from memctx.store.ingest import ingest, load_file
+from memctx.store.ingest import ConversationInput, ingest, load_file
 
 Progress = Callable[[int], None]
 
@@ -106,22 +113,65 @@ def prepare(app: Any, path: Path, user: UUID) -> tuple[dict[str, UUID], list[str
     return ids, notes
 
 
+def session_users(path: Path) -> dict[str, UUID]:
+    """The user each LoCoMo sample's sessions belong to in the cross-conversation variant."""
+    return {c.external_id: uuid5(SESSION_USERS, c.external_id) for c in load_file(path, "locomo")}
+
+
+SESSION_USERS = UUID("6f1c3e0a-6b1e-5b7e-9d3a-4c2a8f0e7d51")  # namespace of those users' ids
+
+
+def prepare_sessions(app: Any, path: Path) -> tuple[dict[str, tuple[UUID, UUID]], list[str]]:
+    """Each sample's sessions as closed conversations of the sample's own user, and an empty
+    conversation to ask in (idempotent); sample_id → (user, conversation to ask in), and notes."""
+    users = session_users(path)
+    asked: dict[str, tuple[UUID, UUID]] = {}
+    for sample in load_file(path, "locomo"):
+        user = users[sample.external_id]
+        sessions: dict[int, tuple[list, list]] = {}
+        for message, record in zip(sample.messages, sample.records):
+            msgs, records = sessions.setdefault(int(message.metadata["session"]), ([], []))
+            msgs.append(message)
+            records.append(record)
+        convs = [ConversationInput(external_id=f"{sample.external_id}/session-{n}", title=sample.title,
+                                   metadata=sample.metadata, messages=msgs, records=records)
+                 for n, (msgs, records) in sorted(sessions.items())]
+        for result in ingest(app.store, convs, user):
+            catch_up(app, user, result.conversation_id)
+            close_conversation(app, user, result.conversation_id, catch_up_first=False, explicit=True)
+        ask = app.store.create_conversation(user, external_id=f"{sample.external_id}/questions")
+        asked[sample.external_id] = (user, ask.id)
+    return asked, ["each session its own closed conversation; questions asked in a new one, user scope"]
+
+
 def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAULT_USER,
              assembler: ContextAssembler | None = None, limit: int | None = None,
-             progress: Progress | None = None, baselines: bool = True) -> dict[str, Any]:
+             progress: Progress | None = None, baselines: bool = True,
+             scope: Literal["conversation", "user"] = "conversation") -> dict[str, Any]:
     """Score get_working_context on every question of a LoCoMo file at each budget."""
-    conversations, notes = prepare(app, path, user)
-    questions = load_questions(path)[:limit] if limit else load_questions(path)
     assembler = assembler or assembler_for(app)
+    if scope == "user":
+        asked, notes = prepare_sessions(app, path)
+        assembler = ContextAssembler(assembler.pool, assembler.counter, assembler.search,
+                                     replace(assembler.options, scope="user"))
+        baselines = False
+        conversations = {sid: cid for sid, (_, cid) in asked.items()}
+        owners = {cid: owner for owner, cid in asked.values()}
+        texts = {cid: _texts(app, owner) for cid, owner in owners.items()}
+        line_tokens, history = {}, {}
+    else:
+        conversations, notes = prepare(app, path, user)
+        owners = {cid: user for cid in conversations.values()}
+        texts, line_tokens, history = _conversation_data(app, user, conversations)
+    questions = load_questions(path)[:limit] if limit else load_questions(path)
     system = assembler.options.system_prompt
-    texts, rows_by_conv, line_tokens, history = _conversation_data(app, user, conversations)
     arms = {b: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for b in budgets}
     by_cat = {b: {c: _Tally(pooled=(c,)) for c in CATEGORIES} for b in budgets}
     for q in questions:  # memctx first, alone, so its latency is not mixed with the baselines'
         cid = conversations[q.sample_id]
         for budget in budgets:
             t0 = time.perf_counter()
-            wc = assembler.get_working_context(user, cid, q.question, budget)
+            wc = assembler.get_working_context(owners[cid], cid, q.question, budget)
             ms = (time.perf_counter() - t0) * 1000
             arms[budget]["memctx"].add(q, wc.text, wc.tokens, texts[cid], ms)
             by_cat[budget][q.category].add(q, wc.text, wc.tokens, texts[cid], ms)
@@ -138,9 +188,10 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
         if progress:
             progress(1)
     return {
-        "dataset": str(path), "questions_total": len(questions), "conversations": len(conversations),
-        "notes": notes,
-        "full_history_tokens": {"mean": round(float(np.mean(list(history.values()))), 1), "per_conversation": history},
+        "dataset": str(path), "scope": scope, "questions_total": len(questions),
+        "conversations": len(conversations), "notes": notes,
+        "full_history_tokens": {"mean": round(float(np.mean(list(history.values()))), 1) if history else None,
+                                "per_conversation": history},
         "budgets": {str(b): {**arms[b]["memctx"].summary(latency=True),
                              "baselines": {k: arms[b][k].summary(latency=False) for k in BASELINES} if baselines else {},
                              "by_category": {CATEGORIES[c]: t.summary(latency=True)
@@ -149,9 +200,14 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
     }
 
 
+def _texts(app: Any, user: UUID) -> dict[str, str]:
+    """External id → text of every message of the user (the sessions of one sample)."""
+    return {m.external_id: m.text for conv in app.store.list_conversations(user, limit=1000)
+            for m in app.store.list_messages(user, conv.id) if m.external_id}
+
+
 def _conversation_data(app: Any, user: UUID, conversations: dict[str, UUID]):
     texts: dict[UUID, dict[str, str]] = {}
-    rows: dict[UUID, list] = {}
     line_tokens: dict[UUID, dict[UUID, int]] = {}
     history: dict[str, int] = {}
     for sid, cid in conversations.items():
@@ -163,7 +219,7 @@ def _conversation_data(app: Any, user: UUID, conversations: dict[str, UUID]):
         counts = app.counter.count_many(lines)
         line_tokens[cid] = {r["id"]: c for r, c in zip(fake_rows, counts)}
         history[sid] = message_tokens(app.counter, "system", "\n".join(lines))
-    return texts, rows, line_tokens, history
+    return texts, line_tokens, history
 
 
 def _ranked_rows(app: Any, assembler: ContextAssembler, user: UUID, cid: UUID, question: str) -> list[dict]:

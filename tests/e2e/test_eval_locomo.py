@@ -61,3 +61,22 @@ def test_eval_locomo_json_and_plot(app, settings, locomo_path, tmp_path):
 def test_eval_refuses_bad_budgets(settings, tmp_path, locomo_path):
     done = _run(["eval", "locomo", str(locomo_path), "--budgets", "abc"], settings, tmp_path)
     assert done.returncode == 2 and "budgets" in done.stderr
+
+
+def test_cross_conversation_variant_asks_in_a_new_conversation_over_closed_sessions(app, locomo_path):
+    from memctx.evaluate.run import run_eval, session_users
+
+    results = run_eval(app, locomo_path, [1000], limit=30, scope="user")
+    r = results["budgets"]["1000"]
+    assert results["scope"] == "user" and r["baselines"] == {}
+    assert r["questions"] + r["skipped"] == 30 and r["evidence_gold"] > 0 and r["evidence_recall"] > 0.15
+    for sample, owner in session_users(locomo_path).items():
+        convs = app.store.list_conversations(owner, limit=1000)
+        sessions = [c for c in convs if c.external_id.startswith(f"{sample}/session-")]
+        asked = [c for c in convs if c.external_id == f"{sample}/questions"]
+        assert len(sessions) > 1 and len(asked) == 1 and asked[0].message_count == 0
+        with app.pool.connection() as conn:  # every session was closed with its long-term summary
+            closed = conn.execute("select count(*) as n from memctx.conversations c join memctx.conversation_summaries s "
+                                  "on s.conversation_id = c.id where c.user_id = %s and c.closed_at is not null",
+                                  (owner,)).fetchone()["n"]
+        assert closed == len(sessions)
