@@ -7,7 +7,9 @@ worker, API, MCP) build one `App` and pass its parts down.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from uuid import UUID
 
 from psycopg_pool import ConnectionPool
@@ -20,6 +22,11 @@ from memctx.providers import make_embedder, make_summarizer
 from memctx.store import MessageStore
 from memctx.summarize.types import Summarizer
 from memctx.tokens import TokenCounter, get_counter
+
+
+# Users whose scoped App is kept for reuse: with it their assembler (and its caches) lives on
+# between requests instead of being built again for each.
+SCOPED_APPS = 1024
 
 
 class NotReady(RuntimeError):
@@ -35,16 +42,29 @@ class App:
     embedder: Embedder
     store: MessageStore
     summarizer: Summarizer
+    _scoped: "OrderedDict[UUID, App]" = field(default_factory=OrderedDict, init=False, repr=False)
+    _scoped_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def for_user(self, user_id: UUID) -> "App":
         """This app acting as one end user: every query runs as role `authenticated` with the user's
         claims (`db.CallerPool`), so row-level security, not the caller's code, scopes it. The copy
-        shares this app's connections; close this app, never the copy."""
+        shares this app's connections; close this app, never the copy. The last SCOPED_APPS users'
+        copies are kept and handed out again."""
+        with self._scoped_lock:
+            scoped = self._scoped.get(user_id)
+            if scoped is not None:
+                self._scoped.move_to_end(user_id)
+                return scoped
         owner_pool = self.pool.pool if isinstance(self.pool, db.CallerPool) else self.pool
         pool = db.CallerPool(owner_pool, user_id)
         store = MessageStore(pool, self.counter, self.embedder, max_message_tokens=self.store.max_message_tokens,
                              copy=False)
-        return replace(self, pool=pool, store=store)
+        scoped = replace(self, pool=pool, store=store)
+        with self._scoped_lock:
+            scoped = self._scoped.setdefault(user_id, scoped)
+            while len(self._scoped) > SCOPED_APPS:
+                self._scoped.popitem(last=False)
+        return scoped
 
     def close(self) -> None:
         close_summarizer = getattr(self.summarizer, "close", None)  # the LLM one holds an HTTP client

@@ -24,6 +24,12 @@ from memctx.app import App, open_app, prepare_database
 from memctx.config import Settings
 from memctx.embed import LocalMiniLM
 
+# No test reaches past loopback. Unset, the proxy's upstream and the LLM summarizer's server are
+# OpenAI's: here they are a closed loopback port (a test that needs a server starts its own and
+# names it). Set at import, so that memctx subprocesses the tests start inherit it too.
+for _name in ("MEMCTX_UPSTREAM_BASE_URL", "MEMCTX_LLM_BASE_URL"):
+    os.environ.setdefault(_name, "http://127.0.0.1:9/v1")
+
 # Two synthetic conversations in LoCoMo's format (tests/fixtures/make_locomo_fixture.py writes them),
 # so that the suite never depends on the benchmark data living outside the repository.
 LOCOMO_MINI = Path(__file__).resolve().parent / "fixtures" / "locomo-mini.json"

@@ -174,3 +174,17 @@ def test_the_callers_app_runs_its_sql_as_the_caller_under_rls(app):
         assert conn.execute("select current_user <> 'authenticated' as owner, auth.uid() as uid").fetchone() == {
             "owner": True, "uid": None}
     assert [m.text for m in app.for_user(alice).store.list_messages(alice, conv.id)] == ["secret"]
+
+
+def test_a_callers_app_is_kept_per_user_so_its_caches_outlive_one_request(app, monkeypatch):
+    import memctx.app as app_module
+    from memctx.assemble import assembler_for
+
+    alice, bob, carol = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    assert app.for_user(alice) is app.for_user(alice)
+    assert assembler_for(app.for_user(alice)) is assembler_for(app.for_user(alice))
+    assert app.for_user(bob) is not app.for_user(alice) and app.for_user(bob).pool.user_id == bob
+    monkeypatch.setattr(app_module, "SCOPED_APPS", 2)
+    first = app.for_user(alice)
+    app.for_user(bob), app.for_user(carol)  # alice is now the least recently used of three: dropped
+    assert app.for_user(alice) is not first and app.for_user(alice).pool.user_id == alice
