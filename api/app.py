@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from api import errors, observe, proxy
+from api import errors, observe, proxy, ui
 from api.auth import Authenticator
 from api.routes import ROUTERS
 from mcp_tools import http as mcp_http
@@ -41,6 +41,7 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
     proxy.install(api, settings)
     observe.install(api)
     api.include_router(mcp_http.router(app, settings))  # the MCP tools at /mcp
+    api.include_router(ui.router)  # the summary-board page at /ui/
     return api
 
 

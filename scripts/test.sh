@@ -13,6 +13,7 @@ need=()
 command -v qemu-x86_64 >/dev/null || need+=(qemu-user)
 command -v objdump >/dev/null || need+=(binutils)
 command -v cc >/dev/null || need+=(gcc)
+command -v chromium >/dev/null || need+=(chromium)  # the summary-board page's browser test
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing ${need[*]} for the tests" >&2
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"; } \

@@ -1,0 +1,142 @@
+"""The page's routes: sign in and out, the conversation list, one conversation, its live version,
+and the actions (summarize now, regenerate, edit a summary, close). Each parses, resolves the
+caller from the cookie, calls memctx as that caller and renders; actions answer 303 back to the
+page (post/redirect/get), so everything works without script.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from typing import Annotated
+from urllib.parse import quote, urlsplit
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from api.auth import Caller, Unauthorized
+from api.ui import render
+from memctx.models import InvalidInput
+from memctx.pipeline import catchup, longterm
+from memctx.pipeline.board import get_board
+from memctx.store import UnknownConversation, dashboard
+
+COOKIE = "memctx_ui"
+STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+
+def ui_caller(request: Request) -> Caller:
+    """The signed-in caller, from the cookie, through the API's own authenticator; a request
+    without a valid one is sent to the sign-in form. A POST from another origin is refused."""
+    if request.method == "POST":
+        origin = request.headers.get("origin")
+        if origin and urlsplit(origin).netloc != request.headers.get("host"):
+            raise HTTPException(403, "cross-origin request refused")
+    credential = request.cookies.get(COOKIE, "")
+    try:
+        user = request.app.state.authenticator.user(credential)
+    except Unauthorized:
+        raise HTTPException(303, headers={"Location": "/ui/sign-in"}) from None
+    return Caller(user, request.app.state.memctx.for_user(user))
+
+
+UiCaller = Annotated[Caller, Depends(ui_caller)]
+
+
+def _back(conversation: UUID, notice: str) -> RedirectResponse:
+    return RedirectResponse(f"/ui/c/{quote(str(conversation))}?done={notice}", status_code=303)
+
+
+@router.get("/sign-in", response_class=HTMLResponse)
+def sign_in_form() -> HTMLResponse:
+    return HTMLResponse(render.sign_in())
+
+
+@router.post("/sign-in")
+def sign_in(request: Request, credential: Annotated[str, Form(max_length=8192)]) -> Response:
+    credential = credential.strip()
+    try:
+        request.app.state.authenticator.user(credential)
+    except Unauthorized:
+        return HTMLResponse(render.sign_in("That key or token is not valid."), status_code=401)
+    response = RedirectResponse("/ui/", status_code=303)
+    response.set_cookie(COOKIE, credential, path="/ui", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+    return response
+
+
+@router.post("/sign-out")
+def sign_out() -> Response:
+    response = RedirectResponse("/ui/sign-in", status_code=303)
+    response.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
+    return response
+
+
+@router.get("/", response_class=HTMLResponse)
+def conversations(who: UiCaller) -> HTMLResponse:
+    return HTMLResponse(render.conversation_list(dashboard.conversations(who.app, who.user_id)))
+
+
+@router.get("/c/{conversation}", response_class=HTMLResponse)
+def conversation(conversation: str, who: UiCaller, done: str | None = None) -> HTMLResponse:
+    try:
+        conv = who.app.store.find_conversation(who.user_id, conversation)
+    except (UnknownConversation, InvalidInput):
+        return HTMLResponse(render.not_found(), status_code=404)
+    app, user = who.app, who.user_id
+    board = get_board(app, user, conv.id)
+    source_ids = [s.id for items in (board.items.values() if board else ()) for i in items for s in i.sources]
+    overview = dashboard.conversations(app, user, conversation_id=conv.id)[0]
+    return HTMLResponse(render.conversation(
+        conv, overview, board, dashboard.messages_by_ids(app, user, conv.id, source_ids),
+        dashboard.summary_tree(app, user, conv.id), catchup.live_chain(app, user, conv.id),
+        dashboard.recent_contexts(app, user, conv.id), dashboard.version(app, user, conv.id) or {}, done))
+
+
+@router.get("/c/{conversation}/live")
+def live(conversation: UUID, who: UiCaller) -> Response:
+    """`{version, pending}`: the page polls this and redraws when the version moves."""
+    found = dashboard.version(who.app, who.user_id, conversation)
+    if found is None:
+        return JSONResponse({"detail": "conversation not found"}, status_code=404)
+    return JSONResponse(found, headers={"Cache-Control": "no-store"})
+
+
+@router.post("/c/{conversation}/summarize")
+def summarize(conversation: UUID, who: UiCaller) -> Response:
+    catchup.catch_up(who.app, who.user_id, conversation, force_board=True)
+    return _back(conversation, "summarized")
+
+
+@router.post("/c/{conversation}/regenerate")
+def regenerate(conversation: UUID, who: UiCaller) -> Response:
+    catchup.regenerate(who.app, who.user_id, conversation)
+    return _back(conversation, "regenerated")
+
+
+@router.post("/c/{conversation}/close")
+def close(conversation: UUID, who: UiCaller) -> Response:
+    longterm.close_conversation(who.app, who.user_id, conversation, explicit=True)
+    return _back(conversation, "closed")
+
+
+@router.post("/c/{conversation}/summaries/{summary_id}")
+def edit_summary(conversation: UUID, summary_id: UUID, who: UiCaller,
+                 text: Annotated[str, Form(max_length=200_000)]) -> Response:
+    try:
+        catchup.edit_summary(who.app, who.user_id, summary_id, text.strip())
+    except LookupError:
+        return HTMLResponse(render.not_found(), status_code=404)
+    except ValueError as exc:  # empty, NUL bytes, too long: said on the page, nothing stored
+        return HTMLResponse(render.refused(str(exc), conversation), status_code=422)
+    return _back(conversation, "edited")
+
+
+@router.get("/static/{name}")
+def static(name: str) -> Response:
+    if name not in STATIC:
+        raise HTTPException(404)
+    body = files("api.ui").joinpath("static", name).read_bytes()
+    return Response(body, media_type=STATIC[name], headers={"Cache-Control": "no-cache"})

@@ -1,0 +1,86 @@
+"""The summary-board page in a real browser (Debian's chromium, driven by playwright's sync API)
+against a real uvicorn server: sign in, open a stored conversation, read the board and the tree,
+edit a summary, summarize the new turns, and a second user who sees none of it. Screenshots at
+desktop and phone width go to the test's tmp dir and to docs/screenshots/."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from api_support import api_key, build_api, client, serve
+from memctx.pipeline.catchup import catch_up
+from ui_support import store_turns
+
+CHROMIUM = shutil.which("chromium")
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+SHOTS_MAX_BYTES = 300_000
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium; "
+                                                         "scripts/test.sh installs it when run as root)")
+
+
+def test_a_person_reads_edits_and_summarizes_their_conversation_in_a_browser(app, settings, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    ana, bob = uuid.uuid4(), uuid.uuid4()
+    conv = app.store.create_conversation(ana, external_id="lisbon", title="Lisbon trip")
+    store_turns(app, ana, conv.id, 0, 20)
+    catch_up(app, ana, conv.id, force_board=True)
+    store_turns(app, ana, conv.id, 20, 12)  # waiting for the worker: "summarize now" has work
+    key = api_key(app, ana)
+    with serve(build_api(app, settings)) as base, sync_playwright() as p:
+        with client(base, key) as chat:  # a chat handler asked for a working context: the page shows its use
+            assert chat.post("/v1/conversations/lisbon/context",
+                             json={"query": "Where will Ana stay?", "token_budget": 300}).status_code == 200
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(f"{base}/ui/")
+        page.get_by_label("API key or JWT").fill(key)
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("link", name="Lisbon trip").click()
+
+        expect(page.get_by_role("heading", name="Board")).to_be_visible()
+        expect(page.locator('[data-section="entities"]')).to_contain_text("Tomas")
+        page.locator("details.src > summary").first.click()  # where an item came from
+        expect(page.locator("details.src[open] blockquote").first).to_be_visible()
+        expect(page.locator("[data-pending]")).to_contain_text("12 new messages pending")
+        expect(page.locator("#ctx-h + .scroll")).to_contain_text("context")
+        nodes = page.locator("li.node")
+        before = nodes.count()
+        assert before > 0
+
+        first = nodes.first
+        first.locator("summary").first.click()
+        first.locator("details.edit > summary").first.click()
+        first.locator("textarea").first.fill("Ana and Tomas plan five quiet days in Lisbon (edited by hand).")
+        first.get_by_role("button", name="Save summary").first.click()
+        expect(page.get_by_role("status")).to_contain_text("Summary saved")
+        expect(page.locator("li.node").first).to_contain_text("(edited by hand)")
+
+        page.get_by_role("button", name="Summarize now").click()
+        expect(page.get_by_role("status")).to_contain_text("Summarized")
+        expect(page.locator("[data-pending]")).to_be_hidden()
+        assert page.locator("li.node").count() > before  # the tree grew
+        page.locator("li.node details").first.evaluate("d => d.open = true")
+        shots = {"ui-desktop.png": page.screenshot(path=str(tmp_path / "ui-desktop.png"))}
+        page.set_viewport_size({"width": 390, "height": 844})
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390  # one column, no sideways scroll
+        shots["ui-phone.png"] = page.screenshot(path=str(tmp_path / "ui-phone.png"))
+
+        other = browser.new_page(viewport={"width": 1280, "height": 900})
+        other.goto(f"{base}/ui/sign-in")
+        other.get_by_label("API key or JWT").fill(api_key(app, bob))
+        other.get_by_role("button", name="Sign in").click()
+        expect(other.get_by_text("No conversations yet")).to_be_visible()
+        assert other.goto(f"{base}/ui/c/{conv.id}").status == 404
+        expect(other.get_by_role("heading", name="Conversation not found")).to_be_visible()
+        browser.close()
+
+    DOCS.mkdir(parents=True, exist_ok=True)
+    for name, png in shots.items():
+        assert len(png) < SHOTS_MAX_BYTES, f"{name} is {len(png)} bytes"
+        (DOCS / name).write_bytes(png)
