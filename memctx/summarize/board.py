@@ -37,7 +37,10 @@ Rules, applied to the new messages in seq order:
   message from a different speaker (speaker name, else role) arrives; later messages from the
   same speaker do not answer it. Answered questions leave the list; the 20 newest are kept.
 - constraints: stated preferences, rules and corrections (`detect.is_constraint`). Kept across
-  updates, never dropped by a later update; only the 50-item cap drops the oldest.
+  updates, never dropped by a later update but for the 50-item cap (oldest first) and corrections.
+- corrections win: a correction ("actually I'm vegetarian now", "no, the budget is 2,000")
+  removes the earlier fact, action item or constraint of the same person it corrects (the one
+  sharing most of its words or their slot, `supersede`); the correction is kept.
 """
 
 from __future__ import annotations
@@ -202,6 +205,49 @@ def pending_after(previous: Sequence[BoardItem], messages: Sequence[SourceText])
             if detect.is_question(unit.text):
                 pending.append((speaker, _item(unit, [message])))
     return merge_recent([], [q for _, q in pending], SECTION["pending_questions"].cap)
+
+
+# Corrections -----------------------------------------------------------------------------------
+
+# Words that name the same slot of what someone says ("vegetarian" now, "pescatarian" before).
+_SLOTS = {word: slot for slot, words in {
+    "diet": "vegetarian vegan pescatarian meat fish eat eating diet omnivore keto gluten dairy",
+    "money": "budget price cost costs spend spending euros dollars pounds",
+    "when": "monday tuesday wednesday thursday friday saturday sunday morning afternoon evening night am pm",
+}.items() for word in words.split()}
+_CORRECTION_WORDS = frozenset("actually no nope sorry meant correction now instead anymore longer mean wait "
+                              "scratch oops wrong right said".split())
+
+
+def _slots(text: str) -> set[str]:
+    words = {w for w in re.findall(r"[a-z][a-z'-]+|\d[\d,.]*", text.lower().partition(": ")[2] or text.lower())}
+    return {_SLOTS.get(w, w) for w in words if w not in STOPWORDS and w not in _CORRECTION_WORDS and len(w) > 2}
+
+
+def supersede(old: Mapping[str, Sequence[BoardItem]], new: Mapping[str, Sequence[BoardItem]],
+              order: Sequence[SourceText]) -> tuple[dict[str, list[BoardItem]], dict[str, list[BoardItem]]]:
+    """`old` and `new` without what the corrections among `new` replace: for each correction, the
+    earlier item of the same person (on the board, or said before it in `order`) that shares the
+    most of its words or their slot (a diet, an amount, a day), in any section, if it shares
+    one. The correction itself is kept."""
+    said = {m.id: i for i, m in enumerate(order)}
+
+    def when(item: BoardItem) -> int:
+        return max((said.get(s.id, -1) for s in item.sources), default=-1)
+
+    lists = {"old": {n: list(v) for n, v in old.items()}, "new": {n: list(v) for n, v in new.items()}}
+    for correction in [i for section in new.values() for i in section]:
+        if not detect.is_correction(correction.text.partition(": ")[2] or correction.text):
+            continue
+        wanted, at = _slots(correction.text), when(correction)
+        candidates = [(len(wanted & _slots(item.text)), side, name, k)
+                      for side, sections in lists.items() for name, section in sections.items()
+                      for k, item in enumerate(section)
+                      if item.group == correction.group and when(item) < at and _key(item.text) != _key(correction.text)]
+        overlap, side, name, k = max(candidates, default=(0, "", "", 0))
+        if overlap:
+            del lists[side][name][k]
+    return lists["old"], lists["new"]
 
 
 # Entities ------------------------------------------------------------------------------------
@@ -428,9 +474,11 @@ def update_board(board: Board, new_messages: Sequence[SourceText], *, max_tokens
     speakers = {m.who for m in fresh if m.speaker and m.who}
     entities, entity_counts = _entities(board, units, fresh, speakers)
     topics, topic_counts = tally_topics(board, units, speakers)
-    found = {"key_facts": key_facts_of(units, fresh), "action_items": action_items_of(units, fresh),
-             "constraints": constraints_of(units, fresh)}
-    items = {name: merge_recent(board.section(name), new, SECTION[name].cap) for name, new in found.items()}
+    found: Mapping[str, Sequence[BoardItem]] = {
+        "key_facts": key_facts_of(units, fresh), "action_items": action_items_of(units, fresh),
+        "constraints": constraints_of(units, fresh)}
+    kept, found = supersede({name: board.section(name) for name in found}, found, fresh)
+    items = {name: merge_recent(kept[name], new, SECTION[name].cap) for name, new in found.items()}
     return Board(
         summary=extract_summary([*_previous_summary_source(board), *fresh], max_tokens=max_tokens, counter=counter),
         items={**items, "entities": entities, "topics": topic_items(board, topics, fresh),
@@ -487,12 +535,11 @@ def board_from_fields(previous: Board, new_messages: Sequence[SourceText], *, su
     entities, entity_counts = rank_entities(kind_of, counts, sources)
     speakers = {m.who for m in fresh if m.speaker and m.who}
     _, topic_counts = tally_topics(previous, units_of(fresh), speakers)
+    lists = [s for s in SECTIONS if s.name != "entities"]
+    new = {s.name: _proposed(previous, s.name, proposed.get(s.name), fresh) for s in lists}
+    kept, new = supersede({s.name: previous.section(s.name) if s.kept else () for s in lists}, new, fresh)
     items: dict[str, tuple[BoardItem, ...]] = {"entities": entities}
-    for spec in SECTIONS:
-        if spec.name != "entities":
-            kept = previous.section(spec.name) if spec.kept else ()
-            items[spec.name] = merge_recent(kept, _proposed(previous, spec.name, proposed.get(spec.name), fresh),
-                                            spec.cap)
+    items.update({s.name: merge_recent(kept[s.name], new[s.name], s.cap) for s in lists})
     return Board(
         summary=summary.strip(),
         items=items,

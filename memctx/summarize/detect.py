@@ -72,7 +72,7 @@ _SECOND_PERSON = re.compile(r"^\s*(?:\w+[,!]?\s+){0,3}?(?:you|your|you're|you've
 _EVENT = re.compile(
     r"\b(?:I|we)\s+(?:just\s+|recently\s+|finally\s+|also\s+|actually\s+|even\s+|first\s+)?(?:\w+ed|went|got|made|"
     r"took|saw|met|won|lost|bought|began|found|had|have|has|did|gave|wrote|ran|sold|built|taught|left|became|came|"
-    r"told|heard|kept|spent|read|own|was|were|'ve\s+\w+)\b|\bmy\s+\w+(?:\s+\w+)?\s+(?:is|are|was|were|has|had|just|got)\b",
+    r"told|heard|kept|spent|read|own|was|were|'ve\s+\w+)\b|\bmy\s+\w+(?:\s+\w+){0,3}\s+(?:is|are|was|were|has|had|just|got)\b",
     re.IGNORECASE,
 )
 # Opinions, feelings, wishes and advice: true of the moment, rarely a fact to keep.
@@ -231,7 +231,8 @@ _PREFERENCE = re.compile(
     re.IGNORECASE,
 )
 _CORRECTION = re.compile(
-    r"(?:^|[.!?]\s+)actually,?\s+(?:I'm|I\s+am|it's|it\s+is|it\s+was|that's|the|my|we're|I\s+don't|I\s+can't|no\b|"
+    r"(?:^|[.!?]\s+)actually,?\s+(?:I'm|I\s+am|I'll|I\s+will|we'll|it's|it\s+is|it\s+was|that's|the|my|we're|I\s+don't|"
+    r"I\s+can't|no\b|"
     r"I\s+(?:prefer|meant|changed|switched))|\bI\s+meant\b|\bcorrection\b|\bto\s+clarify\b|\bscratch\s+that\b|"
     r"\bI\s+misspoke\b|\bthat'?s\s+(?:not\s+right|wrong|incorrect)\b|\bI\s+was\s+wrong\b|"
     r"^\s*(?:no|nope|sorry|oops),?\s+(?:it'?s|it\s+is|the|my|I\s+said|I\s+meant|I'm|I\s+am|we're|not)\b|"
