@@ -1,6 +1,7 @@
 """The summary-board page in a real browser (Debian's chromium, driven by playwright's sync API)
 against a real uvicorn server: sign in, open a stored conversation, read the board and the tree,
-edit a summary, summarize the new turns, and a second user who sees none of it. Screenshots at
+edit a summary, summarize the new turns, watch the page follow the worker without a reload, and a
+second user who sees none of it. Screenshots at
 desktop and phone width go to the test's tmp dir and to docs/screenshots/."""
 
 from __future__ import annotations
@@ -64,7 +65,14 @@ def test_a_person_reads_edits_and_summarizes_their_conversation_in_a_browser(app
         page.get_by_role("button", name="Summarize now").click()
         expect(page.get_by_role("status")).to_contain_text("Summarized")
         expect(page.locator("[data-pending]")).to_be_hidden()
-        assert page.locator("li.node").count() > before  # the tree grew
+        grown = page.locator("li.node").count()
+        assert grown > before  # the tree grew
+
+        store_turns(app, ana, conv.id, 32, 12)  # the chat goes on; the open page follows the worker
+        expect(page.locator("[data-pending]")).to_contain_text("12 new messages pending")
+        catch_up(app, ana, conv.id, force_board=True)  # what the worker does
+        expect(page.locator("[data-pending]")).to_be_hidden()
+        expect(page.locator("li.node")).not_to_have_count(grown)
         page.locator("li.node details").first.evaluate("d => d.open = true")
         shots = {"ui-desktop.png": page.screenshot(path=str(tmp_path / "ui-desktop.png"))}
         page.set_viewport_size({"width": 390, "height": 844})

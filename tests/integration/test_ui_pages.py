@@ -43,6 +43,9 @@ def test_sign_in_sets_a_strict_http_only_cookie_and_refuses_bad_keys(api_server,
         assert "No conversations yet" in c.get("/ui/").text
         assert c.post("/ui/sign-out").status_code == 303
         assert c.get("/ui/").status_code == 303
+        assert c.get("/ui/static/ui.css").headers["content-type"].startswith("text/css")  # served from the package
+        assert c.get("/ui/static/ui.js").headers["content-type"].startswith("text/javascript")
+        assert c.get("/ui/static/x.js").status_code == 404
 
 
 def test_the_conversation_page_shows_board_tree_chain_with_sources_escaped(ana):

@@ -7,7 +7,7 @@ document.addEventListener("submit", (ev) => {
   if (form.dataset.busy && button) { button.disabled = true; button.textContent = form.dataset.busy; }
 });
 const live = document.body.dataset.live;
-if (live) setInterval(async () => {
+async function refresh() {
   const r = await fetch(live, { cache: "no-store" });
   if (!r.ok) return;
   const { version, pending } = await r.json();
@@ -19,4 +19,5 @@ if (live) setInterval(async () => {
   document.getElementById("main").replaceWith(page.getElementById("main"));
   open.forEach((id) => document.getElementById(id)?.setAttribute("open", ""));
   document.body.dataset.version = version;
-}, 2000);
+}
+if (live) setInterval(() => refresh().catch(() => {}), 2000);  // signed out or offline: try again later
