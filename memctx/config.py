@@ -7,11 +7,11 @@ a `.env` file only when an entry point asks for it). Library modules never read 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 def _default_home() -> Path:
@@ -138,6 +138,42 @@ class Settings(BaseSettings):
         default=None, description="`memctx mcp` over stdio: the API key (or JWT) of the user the tools act for")
     conversation: str | None = Field(
         default=None, description="`memctx mcp` over stdio: the bound conversation (UUID or external id)")
+
+    # External search (memctx/search/): off unless an engine is configured ---------------------
+    search_engines: Annotated[list[Literal["searxng", "duckduckgo", "brave"]], NoDecode] = Field(
+        default_factory=list, description="engines tried in order, comma-separated: searxng,duckduckgo,brave")
+    searxng_url: str | None = Field(default=None, description="a SearXNG instance with format=json enabled")
+    duckduckgo_url: str = Field(default="https://html.duckduckgo.com/html/", description="DuckDuckGo's HTML page")
+    brave_url: str = Field(default="https://api.search.brave.com/res/v1/web/search", description="Brave's API")
+    brave_api_key: SecretStr | None = Field(default=None, description="Brave Search API key")
+    search_timeout_s: float = Field(default=5.0, gt=0, description="timeout of one engine's call")
+    search_max_results: int = Field(default=3, ge=1, le=10, description="results fetched per search")
+    search_result_tokens: int = Field(default=300, ge=16, description="cleaned text kept per result, in tokens")
+    search_context_share: float = Field(default=0.2, ge=0, le=1,
+                                        description="budget share of external results in a working context")
+    search_keyword_threshold: float = Field(default=1.0, description="keyword score at which a query is searched")
+    search_cache_ttl_s: float = Field(default=3600.0, ge=0, description="a repeated search within this is cached")
+    search_fetch_timeout_s: float = Field(default=5.0, gt=0, description="timeout of one page fetch")
+    search_fetch_max_bytes: int = Field(default=2_000_000, ge=1024, description="a larger page is not used")
+    search_fetch_max_redirects: int = Field(default=3, ge=0, description="redirects followed per page")
+    search_allow_private: bool = Field(
+        default=False, description="fetch pages on private, loopback and link-local addresses (tests only)")
+    search_anonymize_patterns: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="extra regular expressions removed from queries, one per line")
+    search_slm_model: str | None = Field(default=None, description="small LLM asked yes/no when no keyword fires")
+    search_slm_base_url: str | None = Field(default=None, description="its OpenAI-compatible server")
+    search_slm_api_key: SecretStr | None = None
+    search_slm_timeout_s: float = Field(default=2.0, gt=0, description="timeout of the yes/no call")
+
+    @field_validator("search_engines", mode="before")
+    @classmethod
+    def _split_engines(cls, value: object) -> object:
+        return [v.strip().lower() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+    @field_validator("search_anonymize_patterns", mode="before")
+    @classmethod
+    def _split_patterns(cls, value: object) -> object:
+        return [v for v in value.splitlines() if v.strip()] if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _check(self) -> "Settings":

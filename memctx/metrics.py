@@ -42,6 +42,19 @@ JOBS_DISPATCHED = Counter("memctx_jobs_dispatched_total", "Conversation jobs sen
 FAILURES = Counter("memctx_worker_failures_total", "Failures, by kind (summarize, board, embed, job, dispatch, longterm).",
                    ["kind"], registry=REGISTRY)
 
+# External search (memctx/search): recorded by the API and CLI processes that assemble contexts.
+SEARCH_DECISIONS = Counter("memctx_search_decisions_total",
+                           "External search decisions, by outcome (search, skip) and what decided (keyword, memory, slm).",
+                           ["decision", "by"], registry=REGISTRY)
+SEARCH_FAILURES = Counter("memctx_search_failures_total",
+                          "External search failures, by stage (engine: every engine failed; fetch: one page; cache).",
+                          ["stage"], registry=REGISTRY)
+SEARCH_CACHE = Counter("memctx_search_cache_total", "External search cache lookups, by result (hit, miss).",
+                       ["result"], registry=REGISTRY)
+SEARCH_DURATION = Histogram("memctx_search_duration_seconds",
+                            "Time an external search added to a context: engines, fetches and cache.", registry=REGISTRY,
+                            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+
 
 def serve(port: int, addr: str = "0.0.0.0"):
     """Serve /metrics on `port` from a daemon thread; returns the server (`.shutdown()` stops it)."""

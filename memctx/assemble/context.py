@@ -1,7 +1,7 @@
 """get_working_context: the best context per token for the user's next message.
 
 Owns: assembling a `WorkingContext` in the seeds' priority order — system prompt, external
-search results (a seam, empty for now), memory search results (most relevant nearest the
+search results (when an engine is configured: memctx.search), memory search results (most relevant nearest the
 query), the current context (summaries, board, recent raw turns), the user's query last —
 within an exact token budget, with the sources of every item. With the feature flag off it
 returns the status quo (the last N raw messages that fit) so both can run side by side.
@@ -21,10 +21,12 @@ from psycopg_pool import ConnectionPool
 
 from memctx.assemble.budget import BudgetTooSmall, CachedCounter, message_tokens, messages_tokens, shares
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
-from memctx.assemble.render import EXTERNAL_HEADER, memory_block, memory_section
+from memctx.assemble.render import external_block, external_section, memory_block, memory_section
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.retrieve.search import MemorySearch, SearchOptions
 from memctx.retrieve.types import Memory
+from memctx.search import SearchReport, WebResult, WebSearch
+from memctx.search.clean import cut
 from memctx.sql import QUERIES
 from memctx.store import UnknownConversation
 from memctx.summarize.extractive import ExtractiveSummarizer
@@ -41,30 +43,21 @@ class ContextOptions:
     system_prompt: str = "You are a helpful assistant. Use the conversation memory below when it is relevant."
     memory_candidates: int = 120  # memories considered when filling the memory section
     scope: Literal["conversation", "user"] = "conversation"
+    external_share: float = 0.2  # of the tokens left after system prompt and query, when external search is on
 
     @classmethod
     def from_settings(cls, settings: Any) -> "ContextOptions":
         return cls(enabled=settings.context_enabled, status_quo_messages=settings.context_status_quo_messages,
                    current_share=settings.context_current_share, recent_turns=settings.context_recent_turns,
-                   system_prompt=settings.context_system_prompt)
-
-
-@dataclass(frozen=True)
-class ExternalResult:
-    title: str
-    url: str
-    snippet: str
+                   system_prompt=settings.context_system_prompt, external_share=settings.search_context_share)
 
 
 class ExternalSearch(Protocol):
-    """Web or document search results for the query (a later issue fills this seam)."""
+    """Web search for the query (memctx.search.WebSearch): decides, searches, reports; a failure is
+    in the report, never raised."""
 
-    def search(self, query: str, *, max_tokens: int) -> list[ExternalResult]: ...
-
-
-class NoExternalSearch:
-    def search(self, query: str, *, max_tokens: int) -> list[ExternalResult]:
-        return []
+    def external(self, query: str, *, user: UUID, people: Sequence[str], known: str,
+                 memories: Sequence[str]) -> SearchReport: ...
 
 
 class ContextAssembler:
@@ -77,7 +70,7 @@ class ContextAssembler:
         self.counter = CachedCounter(counter)
         self.search = search
         self.options = options or ContextOptions()
-        self.external = external or NoExternalSearch()
+        self.external = external  # None: external search is off
         self.compressor = compressor if compressor is not None else extractive_compressor(counter)
 
     def get_working_context(self, user: UUID, conversation: UUID, query: str, token_budget: int, *,
@@ -105,8 +98,9 @@ class ContextAssembler:
         rows = self._current_rows(user, conversation, opts.recent_turns)
         timings["current_sql"] = _ms(started)
         items, cuts, current_messages, current_tokens = self._fit_current(rows, opts, current_share)
-        external_messages, external_tokens = self._external(ask["content"], 0)
-        memory_budget = available - current_tokens - external_tokens
+        # External results get their share first; what they leave flows to the memories below.
+        external_budget = min(int(available * opts.external_share), available - current_tokens) if self.external else 0
+        memory_budget = available - current_tokens - external_budget
         t0 = time.perf_counter()
         base = search_options or self.search.options
         # Candidates scale with the room: ~20 tokens per candidate turn is more than enough.
@@ -115,6 +109,18 @@ class ContextAssembler:
         memories = self.search.search(user, ask["content"], conversation if opts.scope == "conversation" else None,
                                       options=sopts)
         timings["search"] = _ms(t0)
+        report, external_messages, external_sources, external_tokens = None, [], [], 0
+        if self.external is not None:
+            t0 = time.perf_counter()
+            report = self.external.external(
+                ask["content"], user=user, people=self.search.speakers(user, conversation),
+                known="\n".join([*(m["content"] for m in current_messages), *(m.text for m in memories)]),
+                memories=[m.text for m in memories])
+            external_messages, external_sources, external_tokens, external_cuts = self._external(report,
+                                                                                               external_budget)
+            cuts += external_cuts
+            memory_budget = available - current_tokens - external_tokens
+            timings["external"] = _ms(t0)
         shown = {str(t["id"]) for t in items.turns}
         memory_message, memory_sources, memory_tokens, memory_cuts = self._memories(memories, shown, memory_budget)
         # Shares are targets, not walls: what the current context leaves goes to the memories
@@ -134,16 +140,16 @@ class ContextAssembler:
         sections = [
             SectionReport("system", message_tokens(self.counter, "system", system["content"]),
                           message_tokens(self.counter, "system", system["content"]), 1),
-            SectionReport("external", 0, external_tokens, len(external_messages)),
+            SectionReport("external", external_budget, external_tokens, len(external_sources)),
             SectionReport("memories", memory_budget, memory_tokens, len(memory_sources)),
             SectionReport("current", current_share, current_tokens, len(current_messages)),
             SectionReport("query", message_tokens(self.counter, "user", ask["content"]),
                           message_tokens(self.counter, "user", ask["content"]), 1),
         ]
-        sources = memory_sources + items.sources(conversation)
+        sources = external_sources + memory_sources + items.sources(conversation)
         timings["total"] = _ms(started)
         return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total, sections=sections,
-                              sources=sources, cuts=cuts, timings_ms=timings)
+                              sources=sources, cuts=cuts, timings_ms=timings, external=report)
 
     def _fit_current(self, rows: Sequence[Mapping[str, Any]], opts: ContextOptions, share: int, *,
                      refill: bool = False) -> tuple[CurrentItems, list[Cut], list[dict[str, str]], int]:
@@ -161,14 +167,35 @@ class ContextAssembler:
             raise UnknownConversation(conversation)
         return rows
 
-    def _external(self, query: str, max_tokens: int) -> tuple[list[dict[str, str]], int]:
-        """The external-search seam: no engine is wired yet, so it contributes nothing."""
-        results = self.external.search(query, max_tokens=max_tokens) if max_tokens > 0 else []
-        if not results:
-            return [], 0
-        text = "\n".join([EXTERNAL_HEADER, *(f"- {r.title} ({r.url}): {r.snippet}" for r in results)])
-        message = {"role": "system", "content": text}
-        return [message], message_tokens(self.counter, "system", text)
+    def _external(self, report: SearchReport, budget: int
+                  ) -> tuple[list[dict[str, str]], list[Source], int, list[Cut]]:
+        """The external results that fit `budget`, best first, each cut on a sentence to the room
+        left: the message, its sources, its tokens, and the results left out."""
+        if not report.results:
+            return [], [], 0, []
+        used = message_tokens(self.counter, "system", external_section([]))
+        blocks: list[tuple[WebResult, str]] = []
+        left: list[WebResult] = []
+        for result in report.results:
+            room = budget - used - 1
+            block = external_block(result, result.text)
+            if self.counter.count(block) > room:
+                text = cut(result.text.splitlines(), self.counter, room - self.counter.count(external_block(result, "")))
+                block = external_block(result, text) if text and not text.endswith("…") else ""
+            if not block or self.counter.count(block) > room:
+                left.append(result)
+                continue
+            blocks.append((result, block))
+            used += self.counter.count(block) + 1
+        while blocks and message_tokens(self.counter, "system", external_section([b for _, b in blocks])) > budget:
+            left.append(blocks.pop()[0])  # tokenization across joins differed: drop the last
+        cuts = [Cut("dropped", "external", "external", tuple(r.url for r in left),
+                    "external results beyond the external budget")] if left else []
+        if not blocks:
+            return [], [], 0, cuts
+        message = {"role": "system", "content": external_section([b for _, b in blocks])}
+        sources = [Source(kind="external", id=r.url, section="external", url=r.url, detail=r.title) for r, _ in blocks]
+        return [message], sources, message_tokens(self.counter, "system", message["content"]), cuts
 
     def _memories(self, memories: Sequence[Memory], shown: set[str], budget: int
                   ) -> tuple[dict[str, str] | None, list[Source], int, list[Cut]]:
@@ -295,4 +322,5 @@ def assembler_for(app: Any) -> ContextAssembler:
 
 def build_assembler(app: Any) -> ContextAssembler:
     search = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(app.settings))
-    return ContextAssembler(app.pool, app.counter, search, ContextOptions.from_settings(app.settings))
+    return ContextAssembler(app.pool, app.counter, search, ContextOptions.from_settings(app.settings),
+                            external=WebSearch.from_settings(app.settings, app.counter, app.pool))

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Sequence
 
 from memctx.retrieve.types import Fragment, Memory
+from memctx.search.types import WebResult
 from memctx.summarize.text import format_day
 
 MEMORY_HEADER = "Relevant memories from earlier in the conversation (most relevant last):"
@@ -38,6 +39,15 @@ def memory_block(memory: Memory, fragments: Sequence[Fragment] | None = None) ->
         lines.append(fragment_line(fragment, dated=this_day != day))
         day = this_day
     return "\n".join(lines)
+
+
+def external_block(result: WebResult, text: str) -> str:
+    """One web result: its title and URL (for citation), then its cleaned text."""
+    return f"[{result.title}]({result.url})\n{text}".rstrip()
+
+
+def external_section(blocks: Sequence[str]) -> str:
+    return "\n".join([EXTERNAL_HEADER, *blocks])
 
 
 def memory_section(blocks: Sequence[str]) -> str:

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from uuid import UUID
 
+from memctx.search.types import SearchReport
+
 SourceKind = Literal["message", "summary", "board", "external"]
 
 
@@ -24,14 +26,15 @@ class Source:
     seq: int | None = None
     first_seq: int | None = None  # summaries: the message range covered
     last_seq: int | None = None
-    detail: str | None = None  # e.g. "master", "key_facts", "compressed"
+    detail: str | None = None  # e.g. "master", "key_facts", "compressed"; an external result's title
+    url: str | None = None  # external results
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "id": str(self.id), "section": self.section,
                                "external_id": self.external_id}
         if self.conversation_id is not None:
             out["conversation_id"] = str(self.conversation_id)
-        for key in ("seq", "first_seq", "last_seq", "detail"):
+        for key in ("seq", "first_seq", "last_seq", "detail", "url"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out
@@ -78,6 +81,7 @@ class WorkingContext:
     sources: list[Source] = field(default_factory=list)
     cuts: list[Cut] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    external: SearchReport | None = None  # the external search's decision and results (None: off)
 
     @property
     def text(self) -> str:
@@ -96,4 +100,5 @@ class WorkingContext:
         return {"mode": self.mode, "budget": self.budget, "tokens": self.tokens, "messages": self.messages,
                 "sections": [s.as_json() for s in self.sections], "sources": [s.as_json() for s in self.sources],
                 "dropped": [c.as_json() for c in self.dropped], "compressed": [c.as_json() for c in self.compressed],
-                "timings_ms": self.timings_ms}
+                "timings_ms": self.timings_ms,
+                **({"external_search": self.external.as_json()} if self.external is not None else {})}

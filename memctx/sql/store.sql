@@ -56,12 +56,14 @@ with c as (delete from memctx.conversations where user_id = %(user_id)s returnin
      o as (delete from memctx.outbox where user_id = %(user_id)s returning id),
      k as (delete from memctx.api_keys where user_id = %(user_id)s returning id),
      r as (delete from memctx.context_requests where user_id = %(user_id)s returning id),
-     i as (delete from memctx.idempotency_keys where user_id = %(user_id)s returning key)
+     i as (delete from memctx.idempotency_keys where user_id = %(user_id)s returning key),
+     x as (delete from memctx.search_cache where user_id = %(user_id)s returning fingerprint)
 select (select count(*) from c) as conversations, (select count(*) from m) as messages,
        (select count(*) from s) as summaries, (select count(*) from b) as summary_boards,
        (select count(*) from w) as working_memory_chunks, (select count(*) from l) as conversation_summaries,
        (select count(*) from o) as outbox, (select count(*) from k) as api_keys,
-       (select count(*) from r) as context_requests, (select count(*) from i) as idempotency_keys
+       (select count(*) from r) as context_requests, (select count(*) from i) as idempotency_keys,
+       (select count(*) from x) as search_cache
 
 -- name: user_row_counts
 select (select count(*) from memctx.conversations where user_id = %(user_id)s) as conversations,
@@ -73,7 +75,8 @@ select (select count(*) from memctx.conversations where user_id = %(user_id)s) a
        (select count(*) from memctx.outbox where user_id = %(user_id)s) as outbox,
        (select count(*) from memctx.api_keys where user_id = %(user_id)s) as api_keys,
        (select count(*) from memctx.context_requests where user_id = %(user_id)s) as context_requests,
-       (select count(*) from memctx.idempotency_keys where user_id = %(user_id)s) as idempotency_keys
+       (select count(*) from memctx.idempotency_keys where user_id = %(user_id)s) as idempotency_keys,
+       (select count(*) from memctx.search_cache where user_id = %(user_id)s) as search_cache
 
 -- name: conversation_stats
 select c.id, c.external_id, c.title, c.message_count,

@@ -620,6 +620,24 @@ CREATE TABLE memctx.schema_migrations (
 
 
 --
+-- Name: search_cache; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.search_cache (
+    user_id uuid NOT NULL,
+    fingerprint text NOT NULL,
+    query text NOT NULL,
+    engine text NOT NULL,
+    results jsonb NOT NULL,
+    cleaned jsonb NOT NULL,
+    fetched_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT search_cache_cleaned_check CHECK ((jsonb_typeof(cleaned) = 'array'::text)),
+    CONSTRAINT search_cache_fingerprint_check CHECK ((fingerprint ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT search_cache_results_check CHECK ((jsonb_typeof(results) = 'array'::text))
+);
+
+
+--
 -- Name: token_savings; Type: VIEW; Schema: memctx; Owner: -
 --
 
@@ -847,6 +865,14 @@ ALTER TABLE ONLY memctx.schema_migrations
 
 
 --
+-- Name: search_cache search_cache_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.search_cache
+    ADD CONSTRAINT search_cache_pkey PRIMARY KEY (user_id, fingerprint);
+
+
+--
 -- Name: summaries summaries_id_conversation_key; Type: CONSTRAINT; Schema: memctx; Owner: -
 --
 
@@ -1005,6 +1031,13 @@ CREATE INDEX outbox_pending_idx ON memctx.outbox USING btree (conversation_id, i
 --
 
 CREATE INDEX outbox_user_idx ON memctx.outbox USING btree (user_id);
+
+
+--
+-- Name: search_cache_fetched_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX search_cache_fetched_idx ON memctx.search_cache USING btree (user_id, fetched_at);
 
 
 --
@@ -1296,6 +1329,19 @@ ALTER TABLE memctx.outbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY outbox_owner ON memctx.outbox TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
    FROM memctx.conversations c
   WHERE ((c.id = outbox.conversation_id) AND (c.user_id = ( SELECT auth.uid() AS uid)))))));
+
+
+--
+-- Name: search_cache; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.search_cache ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: search_cache search_cache_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY search_cache_owner ON memctx.search_cache TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -1942,6 +1988,14 @@ GRANT INSERT(last_error),UPDATE(last_error) ON TABLE memctx.outbox TO authentica
 
 GRANT SELECT,USAGE ON SEQUENCE memctx.outbox_id_seq TO authenticated;
 GRANT SELECT,USAGE ON SEQUENCE memctx.outbox_id_seq TO service_role;
+
+
+--
+-- Name: TABLE search_cache; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.search_cache TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.search_cache TO service_role;
 
 
 --

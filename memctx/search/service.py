@@ -1,0 +1,176 @@
+"""External search end to end: decide, anonymize, look in the cache, search, fetch, clean, cache.
+
+Owns: `WebSearch`, what the context assembler calls (and `memctx search-web`). It records every
+decision (a metric, the report it returns, a debug log line) and never raises for a failing
+engine, page or cache: the report says what failed and the metrics count it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Sequence
+from uuid import UUID
+
+import psycopg
+
+from memctx import metrics
+from memctx.search.anonymize import Anonymizer
+from memctx.search.cache import SearchCache, fingerprint
+from memctx.search.clean import clean_html
+from memctx.search.decide import YesNo, decide
+from memctx.search.engines import EngineChain, make_engines
+from memctx.search.fetch import Fetcher, FetchRefused
+from memctx.search.slm import SmallLLM
+from memctx.search.types import Decision, Hit, SearchFailed, SearchReport, WebResult
+from memctx.tokens import TokenCounter
+
+log = logging.getLogger("memctx.search")
+
+
+@dataclass(frozen=True)
+class WebSearchOptions:
+    threshold: float = 1.0
+    max_results: int = 3
+    result_tokens: int = 300  # cleaned text per result
+    cache_ttl_s: float = 3600.0
+    context_share: float = 0.2  # of the tokens left after the system prompt and the query
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "WebSearchOptions":
+        return cls(threshold=settings.search_keyword_threshold, max_results=settings.search_max_results,
+                   result_tokens=settings.search_result_tokens, cache_ttl_s=settings.search_cache_ttl_s,
+                   context_share=settings.search_context_share)
+
+
+class WebSearch:
+    """One per app (its pool scopes the cache); safe to share between threads."""
+
+    def __init__(self, chain: EngineChain, fetcher: Fetcher, counter: TokenCounter, *, pool: Any = None,
+                 anonymizer: Anonymizer | None = None, options: WebSearchOptions | None = None,
+                 slm: YesNo | None = None) -> None:
+        self.chain = chain
+        self.fetcher = fetcher
+        self.counter = counter
+        self.cache = SearchCache(pool, (options or WebSearchOptions()).cache_ttl_s) if pool is not None else None
+        self.anonymizer = anonymizer or Anonymizer()
+        self.options = options or WebSearchOptions()
+        self.slm = slm
+
+    @classmethod
+    def from_settings(cls, settings: Any, counter: TokenCounter, pool: Any = None) -> "WebSearch | None":
+        """The configured external search, or None when no engine is configured (off)."""
+        engines = make_engines(settings)
+        if not engines:
+            return None
+        fetcher = Fetcher(timeout_s=settings.search_fetch_timeout_s, max_bytes=settings.search_fetch_max_bytes,
+                          max_redirects=settings.search_fetch_max_redirects,
+                          allow_private=settings.search_allow_private)
+        return cls(EngineChain(engines), fetcher, counter, pool=pool,
+                   anonymizer=Anonymizer(tuple(settings.search_anonymize_patterns)),
+                   options=WebSearchOptions.from_settings(settings), slm=SmallLLM.from_settings(settings))
+
+    def decide(self, query: str, *, known: str = "", people: Sequence[str] = (),
+               memories: Sequence[str] = ()) -> Decision:
+        decision = decide(query, threshold=self.options.threshold, known=known, people=people, memories=memories,
+                          slm=self.slm)
+        metrics.SEARCH_DECISIONS.labels("search" if decision.search else "skip", decision.by).inc()
+        log.debug("external search %s (%s): %s", "yes" if decision.search else "no", decision.by, decision.reason)
+        return decision
+
+    def external(self, query: str, *, user: UUID, people: Sequence[str] = (), known: str = "",
+                 memories: Sequence[str] = ()) -> SearchReport:
+        """Decide, and search when the decision is yes (what the context assembler calls)."""
+        decision = self.decide(query, known=known, people=people, memories=memories)
+        if not decision.search:
+            return SearchReport(decision)
+        try:
+            return self.run(query, decision, user=user, people=people)
+        except Exception as exc:  # a search must never fail the context: reported and counted instead
+            metrics.SEARCH_FAILURES.labels("error").inc()
+            log.exception("external search raised")
+            return SearchReport(decision, errors=(f"{type(exc).__name__}: {exc}",))
+
+    def run(self, query: str, decision: Decision, *, user: UUID, people: Sequence[str] = ()) -> SearchReport:
+        """Search for `query` (anonymized first); failures are in the report, never raised."""
+        started = time.perf_counter()
+        sent = self.anonymizer.clean(query, people)
+        ms: dict[str, float] = {}
+        errors: list[str] = []
+        key = fingerprint(sent, engines=self.chain.names, max_results=self.options.max_results,
+                          result_tokens=self.options.result_tokens)
+        try:
+            cached = self._cached(user, key, errors)
+            if cached is not None:
+                ms["total"] = _ms(started)
+                return SearchReport(decision, sent, cached.engine, True, cached.results, tuple(errors), ms)
+            try:
+                answer = self.chain.search(sent, self.options.max_results)
+            except SearchFailed as exc:
+                metrics.SEARCH_FAILURES.labels("engine").inc()
+                log.warning("external search failed: %s", exc)
+                ms["total"] = _ms(started)
+                return SearchReport(decision, sent, None, False, (), (*errors, str(exc)), ms)
+            errors += answer.errors
+            ms["engine"] = _ms(started)
+            t0 = time.perf_counter()
+            results = self._pages(answer.hits, errors)
+            ms["fetch"] = _ms(t0)
+            if self.cache is not None and results:
+                self._store(user, key, sent, answer.engine, answer.hits, results, errors)
+            ms["total"] = _ms(started)
+            return SearchReport(decision, sent, answer.engine, False, tuple(results), tuple(errors), ms)
+        finally:
+            metrics.SEARCH_DURATION.observe(time.perf_counter() - started)
+
+    def _cached(self, user: UUID, key: str, errors: list[str]):
+        if self.cache is None:
+            return None
+        try:
+            cached = self.cache.get(user, key)
+        except psycopg.Error as exc:
+            metrics.SEARCH_FAILURES.labels("cache").inc()
+            errors.append(f"cache: {type(exc).__name__}: {exc}")
+            return None
+        metrics.SEARCH_CACHE.labels("hit" if cached else "miss").inc()
+        return cached
+
+    def _store(self, user: UUID, key: str, sent: str, engine: str, hits: Sequence[Hit],
+               results: Sequence[WebResult], errors: list[str]) -> None:
+        try:
+            self.cache.put(user, key, sent, engine, hits, results)
+        except psycopg.Error as exc:
+            metrics.SEARCH_FAILURES.labels("cache").inc()
+            errors.append(f"cache: {type(exc).__name__}: {exc}")
+
+    def _pages(self, hits: Sequence[Hit], errors: list[str]) -> list[WebResult]:
+        """Each hit's page, fetched and cleaned in parallel; a page that fails keeps its snippet."""
+        if not hits:
+            return []
+        with ThreadPoolExecutor(max_workers=len(hits), thread_name_prefix="memctx-fetch") as pool:
+            pages = list(pool.map(self._page, hits))
+        results = []
+        for result in pages:
+            if result.note:
+                metrics.SEARCH_FAILURES.labels("fetch").inc()
+                errors.append(f"fetch: {result.note}")
+            if result.text:
+                results.append(result)
+        return results
+
+    def _page(self, hit: Hit) -> WebResult:
+        try:
+            page = self.fetcher.fetch(hit.url)
+        except FetchRefused as exc:
+            return WebResult(hit.title, hit.url, self.counter.truncate(hit.snippet, self.options.result_tokens),
+                             fetched=False, note=str(exc))
+        clean = clean_html(page.html, hit.url, self.counter, self.options.result_tokens)
+        if not clean.text:
+            return WebResult(hit.title, hit.url, hit.snippet, fetched=False, note=f"{hit.url}: no readable text")
+        return WebResult(hit.title or clean.title, hit.url, clean.text, fetched=True)
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)

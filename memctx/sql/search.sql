@@ -1,0 +1,22 @@
+-- The external search cache (0010). Run as the caller where there is one: RLS keeps each user's
+-- rows to that user.
+
+-- name: search_cache_get
+-- A cached answer still within its TTL.
+select engine, query, results, cleaned, fetched_at
+  from memctx.search_cache
+ where user_id = %(user_id)s and fingerprint = %(fingerprint)s
+   and fetched_at > now() - make_interval(secs => %(ttl_s)s)
+
+-- name: search_cache_put
+-- Store (or refresh) an answer, and delete the user's expired rows (an index range: usually none).
+with pruned as (
+  delete from memctx.search_cache
+   where user_id = %(user_id)s and fingerprint <> %(fingerprint)s
+     and fetched_at <= now() - make_interval(secs => %(ttl_s)s)
+)
+insert into memctx.search_cache (user_id, fingerprint, query, engine, results, cleaned)
+values (%(user_id)s, %(fingerprint)s, %(query)s, %(engine)s, %(results)s, %(cleaned)s)
+on conflict (user_id, fingerprint) do update
+   set query = excluded.query, engine = excluded.engine, results = excluded.results,
+       cleaned = excluded.cleaned, fetched_at = now()

@@ -1,0 +1,170 @@
+"""External search against a loopback web: engines and their fallback, safe fetching, the cache,
+and the working context with web results (tests/web_support.py serves the pages)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from memctx.app import open_app
+from memctx.assemble import get_working_context, messages_tokens
+from memctx.config import Settings
+from memctx.models import NewMessage
+from memctx.search import EngineChain, SearchFailed, WebSearch
+from memctx.search.engines import DuckDuckGoEngine, SearxngEngine
+from memctx.search.fetch import Fetcher, FetchRefused
+from memctx.search.service import WebSearchOptions
+from memctx.search.types import Decision
+from memctx.tokens import get_counter
+from web_support import LoopbackWeb
+
+YES = Decision(True, "test", "keyword")
+
+
+@pytest.fixture(scope="module")
+def web():
+    server = LoopbackWeb()
+    yield server
+    server.close()
+
+
+def _web_search(web, engines, **kw) -> WebSearch:
+    return WebSearch(EngineChain(engines), Fetcher(allow_private=True, timeout_s=2), get_counter("cl100k_base"), **kw)
+
+
+def test_searxng_and_duckduckgo_return_hits_without_ads(web):
+    hits = SearxngEngine(web.base + "/searxng").search("postgres 18", 3)
+    assert [h.url for h in hits] == [web.base + "/article/news", web.base + "/article/blog", web.base + "/pdf"]
+    ddg = DuckDuckGoEngine(web.base + "/ddg/html/").search("postgres 18", 3)
+    assert [h.title for h in ddg][0] == "PostgreSQL 18 released with asynchronous I/O"
+    assert ddg[0].url == web.base + "/article/news"  # unwrapped from duckduckgo.com/l/?uddg=
+    assert not any("CloudDB" in h.title for h in ddg) and len(ddg) == 3
+
+
+def test_a_failing_or_slow_engine_falls_back_to_the_next(web):
+    chain = EngineChain([SearxngEngine(web.base + "/broken"), SearxngEngine(web.base + "/slow", timeout_s=0.3),
+                         DuckDuckGoEngine(web.base + "/ddg/html/")])
+    answer = chain.search("postgres 18", 3)
+    assert answer.engine == "duckduckgo" and len(answer.hits) == 3
+    assert "502" in answer.errors[0] and "Timeout" in answer.errors[1]
+    with pytest.raises(SearchFailed):
+        EngineChain([SearxngEngine(web.base + "/broken")]).search("q", 3)
+
+
+def test_fetch_refuses_oversize_non_html_and_endless_redirects(web):
+    fetcher = Fetcher(allow_private=True, max_bytes=100_000, max_redirects=2)
+    with pytest.raises(FetchRefused, match="cap of 100000"):
+        fetcher.fetch(web.base + "/big")
+    with pytest.raises(FetchRefused, match="not HTML"):
+        fetcher.fetch(web.base + "/pdf")
+    with pytest.raises(FetchRefused, match="more than 2 redirects"):
+        fetcher.fetch(web.base + "/redirect/loop")
+    # a redirect is followed, and the cookie its hop set is not sent on (the page refuses cookies)
+    assert "asynchronous I/O" in fetcher.fetch(web.base + "/redirect/news").html
+
+
+def test_private_addresses_are_refused_on_every_hop_and_after_resolution(web):
+    """allow_private off. The loopback server stands in for a public site: the resolver (patched)
+    says 127.0.0.1 is a public address, as a real site's name would resolve."""
+    names = {"127.0.0.1": ["93.184.216.34"], "169.254.169.254": ["169.254.169.254"],
+             "intranet.test": ["10.0.0.5"], "sneaky.example": ["93.184.216.34", "127.0.0.1"]}
+    fetcher = Fetcher(allow_private=False, resolve=lambda host, port: names[host])
+    assert "asynchronous I/O" in fetcher.fetch(web.base + "/redirect/news").html
+    with pytest.raises(FetchRefused, match=r"169\.254\.169\.254 resolves to a non-public address"):
+        fetcher.fetch(web.base + "/redirect/metadata")
+    with pytest.raises(FetchRefused, match=r"intranet\.test resolves to a non-public address \(10\.0\.0\.5\)"):
+        fetcher.fetch(web.base + "/redirect/internal")
+    with pytest.raises(FetchRefused, match="non-public"):
+        fetcher.fetch("http://sneaky.example/")
+    with pytest.raises(FetchRefused, match="non-public"):  # the real resolver: loopback as it is
+        Fetcher().fetch(web.base + "/article/news")
+    with pytest.raises(FetchRefused, match="not an http"):
+        fetcher.fetch("file:///etc/passwd")
+
+
+def test_a_search_fetches_cleans_and_keeps_the_snippet_of_a_refused_page(web):
+    report = _web_search(web, [SearxngEngine(web.base + "/searxng")]).run("postgres 18 release", YES,
+                                                                          user=uuid.uuid4())
+    assert report.engine == "searxng" and not report.cached and len(report.results) == 3
+    news, blog, pdf = report.results
+    assert news.fetched and "virtual generated columns" in news.text and "cookies" not in news.text
+    assert blog.fetched and "hip scores" in blog.text
+    assert not pdf.fetched and pdf.text.startswith("Release notes") and "not HTML" in pdf.note
+    assert any("not HTML" in e for e in report.errors)
+
+
+def test_the_query_is_anonymized_before_it_leaves(web):
+    web.queries.clear()
+    _web_search(web, [SearxngEngine(web.base + "/searxng")]).run(
+        "latest news for caroline@example.org, Caroline's account 99887766 at Acme Corp", YES, user=uuid.uuid4(),
+        people=["Caroline"])
+    assert web.queries == ["latest news for, account at Acme Corp"]
+
+
+def test_a_repeated_search_within_the_ttl_comes_from_the_cache(web, app):
+    user, other = uuid.uuid4(), uuid.uuid4()
+    search = _web_search(web, [SearxngEngine(web.base + "/searxng")], pool=app.pool,
+                         options=WebSearchOptions(cache_ttl_s=600))
+    web.queries.clear()
+    first = search.run("postgres 18 release", YES, user=user)
+    again = search.run("Postgres 18  release", YES, user=user)
+    assert (first.cached, again.cached) == (False, True) and again.results == first.results
+    assert len(web.queries) == 1
+    assert not search.run("postgres 18 release", YES, user=other).cached  # per tenant
+    expired = _web_search(web, [SearxngEngine(web.base + "/searxng")], pool=app.pool,
+                          options=WebSearchOptions(cache_ttl_s=0))
+    assert not expired.run("postgres 18 release", YES, user=user).cached
+    assert app.store.forget_user(user)["search_cache"] == 1
+
+
+def _settings(database_url, web, **kw) -> Settings:
+    return Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, search_engines=["searxng"],
+                    searxng_url=web.base + "/searxng", search_allow_private=True, **kw)
+
+
+def _conversation(memctx_app, user):
+    conv = memctx_app.store.create_conversation(user)
+    memctx_app.store.append_messages(user, conv.id, [
+        NewMessage.build("user", "We should move the analytics jobs to a new database.", metadata={"speaker": "Ana"}),
+        NewMessage.build("assistant", "Postgres would fit, it handles the reporting queries well.",
+                         metadata={"speaker": "Ben"})])
+    return conv
+
+
+@pytest.mark.parametrize("budget", [300, 800, 2000])
+def test_a_context_puts_web_results_first_within_budget_with_sources(web, database_url, embedder, budget):
+    user = uuid.uuid4()
+    with open_app(_settings(database_url, web), embedder=embedder) as memctx_app:
+        conv = _conversation(memctx_app, user)
+        wc = get_working_context(memctx_app, conv.id, "What is new in the latest PostgreSQL release?", budget,
+                                 user=user)
+    assert wc.tokens == messages_tokens(memctx_app.counter, wc.messages) <= budget
+    assert sum(s.tokens for s in wc.sections) + 3 == wc.tokens
+    external = next(s for s in wc.sections if s.name == "external")
+    assert 0 < external.tokens <= external.budget
+    assert wc.messages[1]["content"].startswith("External search results:")  # first after the system prompt
+    web_sources = [s for s in wc.sources if s.kind == "external"]
+    assert web_sources and wc.sources[:len(web_sources)] == web_sources
+    for source in web_sources:
+        assert source.url.startswith(web.base) and f"({source.url})" in wc.messages[1]["content"]
+        assert source.as_json()["url"] == source.url
+    assert "external" in wc.timings_ms and wc.as_json()["external_search"]["decision"]["search"]
+
+
+def test_no_search_when_the_rules_say_no_and_a_failing_engine_never_fails_the_context(web, database_url, embedder):
+    user = uuid.uuid4()
+    with open_app(_settings(database_url, web), embedder=embedder) as memctx_app:
+        conv = _conversation(memctx_app, user)
+        quiet = get_working_context(memctx_app, conv.id, "Which database did Ben suggest?", 800, user=user)
+    assert quiet.external is not None and not quiet.external.decision.search
+    assert not [s for s in quiet.sources if s.kind == "external"]
+    with open_app(_settings(database_url, web).model_copy(update={"searxng_url": web.base + "/broken"}),
+                  embedder=embedder) as memctx_app:
+        wc = get_working_context(memctx_app, conv.id, "What is new in the latest PostgreSQL release?", 800, user=user)
+    assert wc.external.failed and "502" in wc.external.errors[0]
+    assert not [s for s in wc.sources if s.kind == "external"] and wc.messages[-1]["role"] == "user"
+
+
+def test_off_by_default(app):
+    assert app.settings.search_engines == [] and WebSearch.from_settings(app.settings, app.counter) is None
