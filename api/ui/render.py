@@ -87,7 +87,7 @@ def conversation_list(items: Sequence[ConversationOverview]) -> str:
                                           'Store messages through the API and they appear here.</p>')
     rows = "".join(f"""<li class="conv card"><a href="/ui/c/{c.id}">
 <span class="conv-name">{e(_name(c.external_id, c.title, c.id))}</span>
-<span class="conv-meta">{e(c.external_id or "")}{" · closed" if c.closed_at else ""}</span></a>
+<span class="conv-meta">{e(c.external_id or "")} · last message {_when(c.last_message_at)}{" · closed" if c.closed_at else ""}</span></a>
 <dl class="stats">
 <div><dt>Messages</dt><dd>{_num(c.message_count)}</dd></div>
 <div><dt>Summaries</dt><dd>{_num(c.live_summaries)}</dd></div>
