@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import httpx
 from selectolax.lexbor import LexborHTMLParser
 
-from memctx.search.fetch import USER_AGENT
+from memctx.search.fetch import USER_AGENT, tls_context
 from memctx.search.types import Hit, SearchFailed
 
 ENGINES = ("searxng", "duckduckgo", "brave")
@@ -31,7 +31,7 @@ class SearchEngine(Protocol):
 def _client(timeout_s: float, headers: dict[str, str] | None = None) -> httpx.Client:
     # trust_env=False: no proxy or .netrc from the environment; the configured URL is what is called.
     return httpx.Client(timeout=httpx.Timeout(timeout_s), trust_env=False, follow_redirects=True,
-                        headers={"User-Agent": USER_AGENT, **(headers or {})})
+                        verify=tls_context(), headers={"User-Agent": USER_AGENT, **(headers or {})})
 
 
 def _text(html: str) -> str:
