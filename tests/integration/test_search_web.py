@@ -3,6 +3,7 @@ and the working context with web results (tests/web_support.py serves the pages)
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -168,3 +169,21 @@ def test_no_search_when_the_rules_say_no_and_a_failing_engine_never_fails_the_co
 
 def test_off_by_default(app):
     assert app.settings.search_engines == [] and WebSearch.from_settings(app.settings, app.counter) is None
+
+
+def test_search_web_cli_prints_the_decision_engine_and_cleaned_text(web, monkeypatch):
+    from typer.testing import CliRunner
+
+    from memctx.cli import app as cli
+
+    monkeypatch.setenv("MEMCTX_SEARCH_ENGINES", "searxng")
+    monkeypatch.setenv("MEMCTX_SEARXNG_URL", web.base + "/searxng")
+    monkeypatch.setenv("MEMCTX_SEARCH_ALLOW_PRIVATE", "true")
+    result = CliRunner().invoke(cli, ["search-web", "What is new in the latest PostgreSQL release?", "--no-cache",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["decision"]["search"] and "temporal 'latest'" in report["decision"]["reason"]
+    assert report["engine"] == "searxng" and "virtual generated columns" in report["results"][0]["text"]
+    text = CliRunner().invoke(cli, ["search-web", "thanks, that helps", "--no-cache"])
+    assert text.exit_code == 0 and text.stdout.startswith("decision: no search (keyword)")
