@@ -1,9 +1,10 @@
 """The two memory-search queries, composed once from the named blocks of `memctx/sql/retrieve.sql`.
 
 Owns: filling the templates `search_conversation` and `search_user` with the blocks both share
-(`search_scope`, `search_hits`, `search_message_rows`: the scope and its time range, the hits and
-their neighbours, the rows returned) and with the per-signal SQL generated from `SIGNALS` (each
-candidate list's rows, the hits' rank columns). The result is two constant SQL strings, built at
+(`search_scope`, `search_message_lists`, `search_hits`, `search_message_rows`: the scope and its
+time range, the dense and full-text lists, the hits and their neighbours, the rows returned) and
+with the per-signal SQL generated from `SIGNALS` (each candidate list's rows, the hits' rank
+columns). The result is two constant SQL strings, built at
 import: still one round trip per search, EXPLAIN-able as printed. Runs nothing.
 """
 
@@ -51,8 +52,9 @@ def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES) -> 
     generated = signal_sql(signals)
     hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
-    return sql.SQL(queries[name]).format(scope=_block(queries, "search_scope"), hits=hits, message_rows=rows,
-                                         summary_ranks=generated["summary_ranks"]).as_string()
+    return sql.SQL(queries[name]).format(scope=_block(queries, "search_scope"),
+                                         message_lists=_block(queries, "search_message_lists"), hits=hits,
+                                         message_rows=rows, summary_ranks=generated["summary_ranks"]).as_string()
 
 
 SEARCH_QUERIES = {name: compose(name) for name in SEARCHES}

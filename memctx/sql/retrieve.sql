@@ -7,8 +7,8 @@
 -- by `search_global_dense`, which has no filter.
 --
 -- The two search queries are templates: memctx/retrieve/queries.py fills their placeholders in
--- braces once, at import, with the shared blocks below (`search_scope`, `search_hits`,
--- `search_message_rows`) and with the per-signal columns it generates from the list of
+-- braces once, at import, with the shared blocks below (`search_scope`, `search_message_lists`,
+-- `search_hits`, `search_message_rows`) and with the per-signal columns it generates from the list of
 -- retrieval signals (memctx/retrieve/signals.py). A signal is a CTE of both queries named after
 -- the signal's `cte`, with columns (id, rank): 1-based rank, best first, within its top k.
 -- Braces are reserved for placeholders in these blocks, comments included.
@@ -66,13 +66,13 @@ select 'message'::text as kind, m.id, m.conversation_id, m.seq, m.seq as first_s
   join memctx.messages m on m.id = w.id
   left join hits on hits.id = w.id
 
--- name: search_conversation
--- Candidates of one conversation: dense top-k, full-text (BM25) top-k, the most recent k, each
--- with its rank, plus the neighbours (±window turns) of every candidate for pairing and context.
--- Both relevance lists are smoothed over neighbouring turns: a turn inside a relevant stretch
--- of conversation ranks above an isolated look-alike (smooth = 0 turns this off).
-with {scope}, turns as (
-  select m.id, m.seq, length(m.tsv) as len, m.tsv,
+-- name: search_message_lists
+-- (Shared block.) The relevance lists over the scope's messages: dense top-k and full-text
+-- (BM25) top-k, each with its rank. Both are smoothed over neighbouring turns of the same
+-- conversation: a turn inside a relevant stretch of conversation ranks above an isolated
+-- look-alike (smooth = 0 turns this off).
+turns as (
+  select m.id, m.conversation_id, m.seq, length(m.tsv) as len, m.tsv,
          case when m.embedding is not null and m.text <> '' then 1 - (m.embedding <=> %(query_vec)s::vector) end as sim
     from scope m
 ), dense as (
@@ -80,7 +80,7 @@ with {scope}, turns as (
     from (select t.id, t.seq,
                  t.sim + %(smooth)s::float8 * (coalesce(lag(t.sim) over w, 0) + coalesce(lead(t.sim) over w, 0)) / 2
                    as score
-            from turns t window w as (order by t.seq)) x
+            from turns t window w as (partition by t.conversation_id order by t.seq)) x
    where x.score is not null
    order by x.score desc, x.seq desc
    limit %(k_dense)s
@@ -106,11 +106,17 @@ with {scope}, turns as (
     from (select t.id, t.seq,
                  coalesce(b.score, 0) + %(smooth)s::float8
                    * (coalesce(lag(b.score) over w, 0) + coalesce(lead(b.score) over w, 0)) / 2 as score
-            from turns t left join bm25 b on b.id = t.id window w as (order by t.seq)) x
+            from turns t left join bm25 b on b.id = t.id
+          window w as (partition by t.conversation_id order by t.seq)) x
    where x.score > 0
    order by x.score desc, x.seq desc
    limit %(k_lexical)s
-), recent as (
+)
+
+-- name: search_conversation
+-- Candidates of one conversation: the relevance lists, the most recent k, each with its rank,
+-- plus the neighbours (±window turns) of every candidate for pairing and context.
+with {scope}, {message_lists}, recent as (
   select m.id, row_number() over (order by m.seq desc) as rank
     from scope m
    where m.text <> ''
@@ -121,21 +127,10 @@ with {scope}, turns as (
  order by seq
 
 -- name: search_user
--- Candidates across all of a user's conversations (messages by exact scan over the user_id
--- btree, with neighbours) and their live summaries and long-term conversation summaries.
-with {scope}, dense as (
-  select m.id, row_number() over (order by (m.embedding <=> %(query_vec)s::vector) + 0, m.seq desc) as rank
-    from scope m
-   where m.embedding is not null and m.text <> ''
-   order by (m.embedding <=> %(query_vec)s::vector) + 0, m.seq desc
-   limit %(k_dense)s
-), lexical as (
-  select m.id, row_number() over (order by ts_rank_cd(m.tsv, q.q, 1) desc, m.created_at desc) as rank
-    from scope m, (select to_tsquery('english', %(tsquery)s::text) as q) q
-   where m.tsv @@ q.q
-   order by 2
-   limit %(k_lexical)s
-), recent as (
+-- Candidates across all of a user's conversations: the same relevance lists over all of the
+-- user's messages (exact scans over the user_id btree), the most recent k, with neighbours; and
+-- their live summaries and long-term conversation summaries.
+with {scope}, {message_lists}, recent as (
   select m.id, row_number() over (order by m.created_at desc, m.seq desc) as rank
     from scope m
    where m.text <> ''
