@@ -64,7 +64,7 @@ class MemorySearch:
         self.embedder = embedder
         self.options = options or SearchOptions()
         self.reranker = reranker or NoRerank()
-        self._speakers: OrderedDict[UUID, tuple[str, ...]] = OrderedDict()
+        self._speakers: OrderedDict[tuple[UUID, UUID | None], tuple[str, ...]] = OrderedDict()
 
     def search(self, user: UUID, query: str, conversation: UUID | None = None, time_range: TimeRange | None = None,
                limit: int | None = None, threshold: float | None = None, *,
@@ -74,7 +74,7 @@ class MemorySearch:
         limit = opts.limit if limit is None else limit
         threshold = opts.threshold if threshold is None else threshold
         vec = self.embed_query(query) if query_vec is None else query_vec
-        analysis = analyze(query, self.speakers(user, conversation) if conversation else ())
+        analysis = analyze(query, self.speakers(user, conversation))
         rows = self.fetch(user, analysis, vec, conversation, time_range, opts)
         memories = build_memories(rows, analysis, opts, threshold)
         return self.reranker.rerank(query, memories)[:limit]
@@ -95,9 +95,10 @@ class MemorySearch:
             # one (it cannot see the conversation's size); planning costs < 1 ms.
             return conn.execute(SEARCH_QUERIES[name], params, prepare=False).fetchall()
 
-    def speakers(self, user: UUID, conversation: UUID) -> tuple[str, ...]:
-        """The conversation's speaker names (cached; speakers rarely change)."""
-        key = conversation
+    def speakers(self, user: UUID, conversation: UUID | None) -> tuple[str, ...]:
+        """The speaker names of the conversation, or of all of the user's conversations (cached;
+        speakers rarely change)."""
+        key = (user, conversation)
         if key not in self._speakers:
             with self.pool.connection() as conn:
                 rows = conn.execute(QUERIES["conversation_speakers"],

@@ -229,8 +229,10 @@ select m.id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
  order by m.seq
 
 -- name: conversation_speakers
--- The speaker names of a conversation (metadata.speaker), for query analysis; cached by callers.
+-- The speaker names (metadata.speaker) of a conversation, or of all of the user's conversations
+-- when conversation_id is null, for query analysis; cached by callers.
 select distinct m.metadata ->> 'speaker' as speaker
   from memctx.messages m
- where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid
+ where m.user_id = %(user_id)s::uuid
+   and (%(conversation_id)s::uuid is null or m.conversation_id = %(conversation_id)s::uuid)
    and m.metadata ? 'speaker'

@@ -73,6 +73,15 @@ def test_time_range_filters(app):
                               if f.id == m.id)
 
 
+def test_speakers_named_in_a_user_wide_query_are_a_speaker_signal_as_in_a_conversation(app):
+    user = uuid.uuid4()
+    _store(app, user)
+    search = MemorySearch(app.pool, app.embedder)
+    assert search.speakers(user, None) == ("Ana", "Ben")  # of all the user's conversations
+    memories = search.search(user, "What breed is Ben's dog?", None, limit=3)
+    assert memories and any(m.provenance.speaker_match for m in memories)
+
+
 def test_a_time_range_also_scopes_the_summaries_found_across_conversations(app):
     user = uuid.uuid4()
     conv = _store(app, user)
