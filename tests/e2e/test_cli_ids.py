@@ -61,7 +61,7 @@ def test_every_conversation_command_takes_the_external_id(run, support_42):
     assert json.loads(summarized.stdout)["summaries_written"] >= 1
     chain = run("chain", "support-42", "--json")
     assert chain.exit_code == 0 and chain.stdout.strip(), chain.output
-    board = run("board", "support-42")
+    board = run("board", "support-42", "--json")
     assert board.exit_code == 0 and json.loads(board.stdout) is not None, board.output
 
     context = run("context", "support-42", "-q", "When is the flight back?", "--json")
