@@ -89,3 +89,17 @@ class Verbose:
 
     def update_board(self, board, new_messages, *, max_tokens):
         return self.inner.update_board(board, new_messages, max_tokens=max_tokens)
+
+
+def seen_state(app, user, conversation_id):
+    """Everything a user sees of a conversation's live chain and board, ids excluded: board items
+    cite message ids, which differ between conversations, so their external ids stand in."""
+    from memctx.pipeline import catchup
+    from memctx.pipeline.board import get_board
+
+    chain = catchup.live_chain(app, user, conversation_id)
+    board = get_board(app, user, conversation_id)
+    seen = board and (board.summary, {name: [(i.text, i.group, [s.external_id for s in i.sources])
+                                             for i in board.section(name)] for name in board.items},
+                      board.message_count, board.last_seq, board.entity_counts, board.topic_counts)
+    return [(c.kind, c.level, c.is_master, c.first_seq, c.last_seq, c.text, c.token_count) for c in chain], seen

@@ -24,6 +24,7 @@ from memctx.pipeline.board import get_board
 from memctx.store.ingest import load_file
 from memctx.store import DEFAULT_USER
 from memctx.summarize.chain import expected_chain
+from support import seen_state
 
 USER = DEFAULT_USER
 N_MESSAGES = 400
@@ -65,9 +66,7 @@ def _wait_for_claimed_work(conn, timeout: float = 20.0) -> int:
 
 
 def _state(app, conversation_id):
-    chain = catchup.live_chain(app, USER, conversation_id)
-    board = get_board(app, USER, conversation_id)
-    return [(c.kind, c.level, c.is_master, c.first_seq, c.last_seq, c.text, c.token_count) for c in chain], board
+    return seen_state(app, USER, conversation_id)
 
 
 def _done(app, conversation_id) -> bool:

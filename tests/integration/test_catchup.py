@@ -16,7 +16,7 @@ from memctx.pipeline.board import get_board
 from memctx.store import DEFAULT_USER, UnknownConversation
 from memctx.store.ingest import load_file
 from memctx.summarize.chain import expected_chain
-from support import Verbose, run_concurrently
+from support import Verbose, run_concurrently, seen_state
 
 USER = DEFAULT_USER
 
@@ -45,13 +45,7 @@ def _expected_shape(n, app):
 
 def _full_state(app, conversation_id):
     """Everything a user sees of the chain and board (ids excluded)."""
-    chain = catchup.live_chain(app, USER, conversation_id)
-    board = get_board(app, USER, conversation_id)
-    # Items cite message ids, which differ between conversations: compare their external ids.
-    seen = board and (board.summary, {name: [(i.text, i.group, [s.external_id for s in i.sources])
-                                             for i in board.section(name)] for name in board.items},
-                      board.message_count, board.last_seq, board.entity_counts, board.topic_counts)
-    return [(c.kind, c.level, c.is_master, c.first_seq, c.last_seq, c.text, c.token_count) for c in chain], seen
+    return seen_state(app, USER, conversation_id)
 
 
 def test_catch_up_builds_the_expected_chain_with_sources_ranges_tokens_embeddings(app, locomo_path):
