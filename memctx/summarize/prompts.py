@@ -119,22 +119,10 @@ class EntitiesResponse(BaseModel):
     other: list[str] = Field(default_factory=list)
 
 
-class _BoardReply(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    summary: str = Field(min_length=1)
-
-    @field_validator("summary")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("summary is blank")
-        return value.strip()
-
-
-# The reply to `board_prompt`: the summary and one list per board section (entities by kind).
-BoardResponse: type[_BoardReply] = create_model(  # type: ignore[call-overload]
-    "BoardResponse", __base__=_BoardReply,
+# The reply to `board_prompt`: the summary (as in SummaryResponse) and one list per board section
+# (entities by kind).
+BoardResponse: type[SummaryResponse] = create_model(  # type: ignore[call-overload]
+    "BoardResponse", __base__=SummaryResponse,
     **{s.name: ((EntitiesResponse, Field(default_factory=EntitiesResponse)) if s.name == "entities"
                 else (list[str], Field(default_factory=list))) for s in SECTIONS},
 )
