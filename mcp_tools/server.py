@@ -1,5 +1,5 @@
-"""The MCP tools: memory search, the summary board, the working context and recording a message,
-for an agent acting for one authenticated user.
+"""The MCP tools: memory search, the summary board, the working context, recording a message and
+web search, for an agent acting for one authenticated user.
 
 Owns: the tools, their descriptions (written for the LLM that calls them), and memctx's refusals
 as tool errors. Thin: each tool parses its arguments, names the caller's conversation, calls
@@ -21,7 +21,7 @@ from pydantic import Field
 
 from api.auth import Caller
 from api.routes.context import time_range as since
-from memctx.assemble import BudgetTooSmall, get_working_context as working_context
+from memctx.assemble import BudgetTooSmall, assembler_for, get_working_context as working_context
 from memctx.models import Conversation, InvalidInput, NewMessage, check_text
 from memctx.pipeline.board import get_board
 from memctx.pipeline.catchup import live_chain
@@ -30,6 +30,8 @@ from memctx.store import UnknownConversation
 from memctx.store.ingest import ConversationInput
 
 MAX_RESULTS = 20
+MAX_WEB_RESULTS = 10
+NO_ENGINE = "Web search is off on this server: no search engine is configured (MEMCTX_SEARCH_ENGINES)."
 NOTHING_BOUND = ("No conversation is bound to this session and none was given: pass conversation_id "
                  "(a conversation's id or your external id).")
 # recall_context's context types → the board's sections.
@@ -189,5 +191,41 @@ def build_server(bind: Bind) -> MCPServer:
                 conv = who.app.store.create_conversation(who.user_id, external_id=binding.conversation)
             stored = who.app.store.append_messages(who.user_id, conv.id, [message])
         return {**_named(conv), "id": str(stored[0].id), "seq": stored[0].seq}
+
+    @server.tool()
+    def web_search(
+            query: Annotated[str, Field(description="what to look up on the web, in plain words")], ctx: Context,
+            max_results: Annotated[int | None, Field(ge=1, le=MAX_WEB_RESULTS, description=(
+                "pages to fetch; leave it out for the server's setting (3 by default)"))] = None) -> dict[str, Any]:
+        """Search the web for current or outside knowledge that neither you nor this user's conversation
+        history can answer: news, releases, prices, schedules, people or companies you do not know.
+        Search the conversation history first for anything the user may have said. The query is
+        anonymized before it leaves (e-mail addresses, phone numbers, long numbers and the
+        conversation's people are removed), and a repeated search within the cache's lifetime is
+        answered from the cache. Returns each result's title, URL and cleaned page text (cite the URL),
+        the query actually sent, the engine that answered, and the decision memctx's own rules would
+        have taken (the search runs either way, since you asked). An empty result list with `errors`
+        means the engines or pages failed."""
+        binding = bind(ctx)
+        who = binding.caller
+        with refusals():
+            check_text(query, "query")
+            web = assembler_for(who.app).external
+            if web is None:
+                raise ToolError(NO_ENGINE)
+            people: list[str] = []
+            if binding.conversation is not None:
+                try:
+                    conv = _conversation(binding, None)
+                    people = list(assembler_for(who.app).search.speakers(who.user_id, conv.id))
+                except UnknownConversation:
+                    pass  # bound but not created yet: no speakers to remove
+            decision = web.decide(query)
+            report = web.run(query, decision, user=who.user_id, people=people, max_results=max_results)
+        return {"query_sent": report.query, "engine": report.engine, "cached": report.cached,
+                "results": [{"title": r.title, "url": r.url, "text": r.text, "page_fetched": r.fetched}
+                            for r in report.results],
+                "decision": {"search": decision.search, "by": decision.by, "reason": decision.reason},
+                "errors": list(report.errors)}
 
     return server

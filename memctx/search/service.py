@@ -93,21 +93,23 @@ class WebSearch:
             log.exception("external search raised")
             return SearchReport(decision, errors=(f"{type(exc).__name__}: {exc}",))
 
-    def run(self, query: str, decision: Decision, *, user: UUID, people: Sequence[str] = ()) -> SearchReport:
-        """Search for `query` (anonymized first); failures are in the report, never raised."""
+    def run(self, query: str, decision: Decision, *, user: UUID, people: Sequence[str] = (),
+            max_results: int | None = None) -> SearchReport:
+        """Search for `query` (anonymized first); failures are in the report, never raised.
+        `max_results` overrides the configured count for this search (the MCP tool's argument)."""
         started = time.perf_counter()
         sent = self.anonymizer.clean(query, people)
         ms: dict[str, float] = {}
         errors: list[str] = []
-        key = fingerprint(sent, engines=self.chain.names, max_results=self.options.max_results,
-                          result_tokens=self.options.result_tokens)
+        count = max_results or self.options.max_results
+        key = fingerprint(sent, engines=self.chain.names, max_results=count, result_tokens=self.options.result_tokens)
         try:
             cached = self._cached(user, key, errors)
             if cached is not None:
                 ms["total"] = _ms(started)
                 return SearchReport(decision, sent, cached.engine, True, cached.results, tuple(errors), ms)
             try:
-                answer = self.chain.search(sent, self.options.max_results)
+                answer = self.chain.search(sent, count)
             except SearchFailed as exc:
                 metrics.SEARCH_FAILURES.labels("engine").inc()
                 log.warning("external search failed: %s", exc)

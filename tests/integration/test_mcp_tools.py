@@ -30,7 +30,7 @@ from memctx.pipeline.catchup import catch_up
 
 MEMCTX = str(Path(sys.executable).with_name("memctx"))
 TOOLS = {"search_conversation_history", "get_conversation_summary", "recall_context", "get_working_context",
-         "add_message"}
+         "add_message", "web_search"}
 TURNS = [("user", "I am planning a trip to Lisbon with my brother Tomas in May."),
          ("assistant", "Sounds great! Where will you stay?"),
          ("user", "We booked a small flat in Alfama near the castle."),
@@ -74,8 +74,10 @@ def bob(app) -> Tenant:
 
 
 @asynccontextmanager
-async def _stdio(database_url: str, key: str, conversation: str | None) -> AsyncIterator[ClientSession]:
-    env = {"MEMCTX_DATABASE_URL": database_url, "MEMCTX_API_KEY": key, "MEMCTX_CONVERSATION": conversation or ""}
+async def _stdio(database_url: str, key: str, conversation: str | None,
+                 env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    env = {"MEMCTX_DATABASE_URL": database_url, "MEMCTX_API_KEY": key, "MEMCTX_CONVERSATION": conversation or "",
+           **(env or {})}
     params = StdioServerParameters(command=MEMCTX, args=["mcp"], env=env)
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
