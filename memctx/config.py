@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     search_recent_candidates: int = Field(default=10, ge=0, description="candidates of the recency list")
     search_neighbours: int = Field(default=0, ge=0, description="temporal neighbours either side of a hit")
     search_speaker_boost: float = Field(default=0.3, ge=0, description="bonus when the query names the speaker")
+    search_pair_rank: int | None = Field(
+        default=30, ge=1, description="a hit's partner turn comes along only when the hit asks a question or the "
+                                      "partner ranks within this of a relevance list (unset: always)")
     search_dense_smoothing: float = Field(default=1.0, ge=0,
                                           description="weight of the neighbours' mean score in both relevance lists")
     context_enabled: bool = Field(default=True, description="False = status quo: the last N raw messages")

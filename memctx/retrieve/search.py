@@ -41,6 +41,9 @@ class SearchOptions:
     k_lexical: int = 50
     k_recent: int = 10
     pair: bool = True
+    # Pair only when the partner adds something: the hit asks a question (its answer follows), or
+    # the partner is itself within this rank of a relevance list. None: always pair.
+    pair_rank: int | None = 30
     neighbours: int = 0  # extra turns either side of a hit (temporal neighbours)
     speaker_boost: float = 0.0  # relative bonus when the hit's speaker is named in the query
     smooth: float = 0.0  # weight of the neighbours' mean score in both relevance lists
@@ -52,7 +55,8 @@ class SearchOptions:
             weights=FusionWeights.of(k=settings.search_rrf_k, **{s.name: getattr(settings, s.setting) for s in SIGNALS}),
             k_dense=settings.search_candidates, k_lexical=settings.search_candidates,
             k_recent=settings.search_recent_candidates, neighbours=settings.search_neighbours,
-            speaker_boost=settings.search_speaker_boost, smooth=settings.search_dense_smoothing)
+            speaker_boost=settings.search_speaker_boost, smooth=settings.search_dense_smoothing,
+            pair_rank=settings.search_pair_rank)
 
 
 class MemorySearch:
@@ -165,7 +169,8 @@ def _members(row: Mapping[str, Any], by_seq: Mapping[tuple, Mapping[str, Any]], 
     if opts.pair:
         other = seq + 1 if row["role"] == "user" else seq - 1 if row["role"] == "assistant" else None
         partner = by_seq.get((conv, other)) if other is not None else None
-        if partner is not None and partner["role"] != row["role"] and _same_session(row, partner):
+        if partner is not None and partner["role"] != row["role"] and _same_session(row, partner) \
+                and _partner_adds(row, partner, opts.pair_rank):
             seqs.add(other)
     for step in range(1, opts.neighbours + 1):
         for s in (seq - step, seq + step):
@@ -173,6 +178,15 @@ def _members(row: Mapping[str, Any], by_seq: Mapping[tuple, Mapping[str, Any]], 
             if near is not None and _same_session(row, near):
                 seqs.add(s)
     return [by_seq[(conv, s)] for s in sorted(seqs) if (conv, s) in by_seq]
+
+
+def _partner_adds(row: Mapping[str, Any], partner: Mapping[str, Any], pair_rank: int | None) -> bool:
+    """Whether the partner turn is worth its tokens: the hit is a question, or the partner ranks
+    within `pair_rank` of a relevance list (dense or full text) itself."""
+    if pair_rank is None or row["text"].rstrip().endswith("?"):
+        return True
+    ranks = [r for r in (partner.get("dense_rank"), partner.get("lexical_rank")) if r is not None]
+    return bool(ranks) and min(ranks) <= pair_rank
 
 
 def _same_session(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

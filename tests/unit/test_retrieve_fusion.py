@@ -82,3 +82,29 @@ def test_tsquery_is_safe_for_hostile_input():
     a = analyze("foo & !bar | 'baz':* <-> (qux)")
     assert set(a.tsquery.replace("|", " ").split()) == {"foo", "bar", "baz", "qux"}
     assert analyze("the of and").tsquery == ""
+
+
+def _turn(seq, role, text, *, hit=False, dense=None, lexical=None):
+    import uuid as _uuid
+    return {"kind": "message", "id": _uuid.UUID(int=seq), "conversation_id": _uuid.UUID(int=0), "seq": seq,
+            "role": role, "text": text, "external_id": f"D1:{seq}", "token_count": 5, "created_at": None,
+            "speaker": role, "session": 1, "similarity": 0.5, "dense_rank": dense, "lexical_rank": lexical,
+            "recent_rank": None, "is_hit": hit}
+
+
+@pytest.mark.parametrize("hit_text, partner_ranks, paired", [
+    ("I painted a lake sunrise last year.", (None, None), False),  # the reply adds nothing the search saw
+    ("I painted a lake sunrise last year.", (31, None), False),
+    ("I painted a lake sunrise last year.", (None, 30), True),  # the reply is relevant on its own
+    ("What did you paint last year?", (None, None), True),  # a question: its answer is the reply
+])
+def test_a_hit_brings_its_partner_turn_only_when_the_partner_adds_something(hit_text, partner_ranks, paired):
+    from memctx.retrieve.search import build_memories
+
+    rows = [_turn(1, "user", hit_text, hit=True, dense=1, lexical=1),
+            _turn(2, "assistant", "Wow, that sounds lovely.", dense=partner_ranks[0], lexical=partner_ranks[1])]
+    (memory,) = [m for m in build_memories(rows, analyze("painting"), SearchOptions(threshold=-1.0), -1.0)
+                 if m.id == rows[0]["id"]]
+    assert [f.seq for f in memory.fragments] == ([1, 2] if paired else [1])
+    always = build_memories(rows, analyze("painting"), SearchOptions(threshold=-1.0, pair_rank=None), -1.0)
+    assert [f.seq for f in always[0].fragments] == [1, 2]
