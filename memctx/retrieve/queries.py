@@ -42,7 +42,7 @@ def signal_sql(signals: Sequence[Signal]) -> dict[str, sql.Composable]:
         "candidates": candidates,
         "ranks": ranks,
         "hit_ranks": _join((sql.Identifier("hits", s.rank_column) for s in signals), ", "),
-        "summary_ranks": _join((sql.Identifier("sr", s.rank_column) if s.summaries else sql.SQL("null")
+        "summary_ranks": _join((sql.Identifier("sr", s.rank_column) if s.relevance else sql.SQL("null")
                                 for s in signals), ", "),
     }
 

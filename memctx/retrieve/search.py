@@ -23,7 +23,7 @@ from memctx.retrieve.fusion import FusionWeights, rrf
 from memctx.retrieve.lexical import QueryAnalysis, analyze
 from memctx.retrieve.queries import SEARCH_QUERIES
 from memctx.retrieve.rerank import NoRerank, Reranker
-from memctx.retrieve.signals import SIGNALS, ranks_of
+from memctx.retrieve.signals import SIGNALS, best_relevance_rank, ranks_of
 from memctx.retrieve.types import Fragment, Memory, Provenance
 from memctx.sql import QUERIES
 
@@ -182,11 +182,11 @@ def _members(row: Mapping[str, Any], by_seq: Mapping[tuple, Mapping[str, Any]], 
 
 def _partner_adds(row: Mapping[str, Any], partner: Mapping[str, Any], pair_rank: int | None) -> bool:
     """Whether the partner turn is worth its tokens: the hit is a question, or the partner ranks
-    within `pair_rank` of a relevance list (dense or full text) itself."""
+    within `pair_rank` of a relevance list itself."""
     if pair_rank is None or row["text"].rstrip().endswith("?"):
         return True
-    ranks = [r for r in (partner.get("dense_rank"), partner.get("lexical_rank")) if r is not None]
-    return bool(ranks) and min(ranks) <= pair_rank
+    rank = best_relevance_rank(partner)
+    return rank is not None and rank <= pair_rank
 
 
 def _same_session(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

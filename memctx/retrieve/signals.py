@@ -18,7 +18,9 @@ class Signal:
     name: str  # the candidate list's name: its weight and its entry in provenance's matched_by
     cte: str  # the search queries' CTE of the list's candidates: (id, 1-based rank)
     seed_weight: float  # seed 004's weight; Settings holds the tuned one
-    summaries: bool = False  # search_user also ranks summaries on this list (summary_ranked.<rank_column>)
+    # A relevance list (what the query is about, not when): search_user ranks summaries on it too
+    # (summary_ranked.<rank_column>), and a partner turn ranked on it is worth pairing.
+    relevance: bool = False
 
     @property
     def rank_column(self) -> str:
@@ -31,8 +33,8 @@ class Signal:
 
 
 SIGNALS = (
-    Signal("dense", "dense", 0.5, summaries=True),
-    Signal("lexical", "lexical", 0.3, summaries=True),
+    Signal("dense", "dense", 0.5, relevance=True),
+    Signal("lexical", "lexical", 0.3, relevance=True),
     Signal("recency", "recent", 0.2),
 )
 
@@ -40,3 +42,9 @@ SIGNALS = (
 def ranks_of(row: Mapping[str, Any]) -> dict[str, int | None]:
     """A candidate row's rank in each list (None = not in that list)."""
     return {s.name: row.get(s.rank_column) for s in SIGNALS}
+
+
+def best_relevance_rank(row: Mapping[str, Any]) -> int | None:
+    """A row's best rank in the relevance lists (None = in none of them)."""
+    ranks = [row.get(s.rank_column) for s in SIGNALS if s.relevance]
+    return min((r for r in ranks if r is not None), default=None)

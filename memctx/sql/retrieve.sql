@@ -156,7 +156,7 @@ with {scope}, {message_lists}, recent as (
    where exists (select 1 from scope m
                   where m.conversation_id = sh.conversation_id and m.seq between sh.first_seq and sh.last_seq)
 ), summary_ranked as (
-  -- Summaries are ranked on the signals marked `summaries` (their columns here); the others'
+  -- Summaries are ranked on the relevance signals (their columns here); the others'
   -- ranks are null for a summary.
   select sh.*,
          case when sh.similarity is not null
