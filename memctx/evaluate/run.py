@@ -113,21 +113,20 @@ def prepare(app: Any, path: Path, user: UUID) -> tuple[dict[str, UUID], list[str
     return ids, notes
 
 
-def session_users(path: Path) -> dict[str, UUID]:
-    """The user each LoCoMo sample's sessions belong to in the cross-conversation variant."""
-    return {c.external_id: uuid5(SESSION_USERS, c.external_id) for c in load_file(path, "locomo")}
-
-
 SESSION_USERS = UUID("6f1c3e0a-6b1e-5b7e-9d3a-4c2a8f0e7d51")  # namespace of those users' ids
+
+
+def session_user(sample_id: str) -> UUID:
+    """The user a LoCoMo sample's sessions belong to in the cross-conversation variant."""
+    return uuid5(SESSION_USERS, sample_id)
 
 
 def prepare_sessions(app: Any, path: Path) -> tuple[dict[str, tuple[UUID, UUID]], list[str]]:
     """Each sample's sessions as closed conversations of the sample's own user, and an empty
     conversation to ask in (idempotent); sample_id → (user, conversation to ask in), and notes."""
-    users = session_users(path)
     asked: dict[str, tuple[UUID, UUID]] = {}
     for sample in load_file(path, "locomo"):
-        user = users[sample.external_id]
+        user = session_user(sample.external_id)
         sessions: dict[int, tuple[list, list]] = {}
         for message, record in zip(sample.messages, sample.records):
             msgs, records = sessions.setdefault(int(message.metadata["session"]), ([], []))

@@ -64,13 +64,14 @@ def test_eval_refuses_bad_budgets(settings, tmp_path, locomo_path):
 
 
 def test_cross_conversation_variant_asks_in_a_new_conversation_over_closed_sessions(app, locomo_path):
-    from memctx.evaluate.run import run_eval, session_users
+    from memctx.evaluate.run import run_eval, session_user
 
     results = run_eval(app, locomo_path, [1000], limit=30, scope="user")
     r = results["budgets"]["1000"]
     assert results["scope"] == "user" and r["baselines"] == {}
     assert r["questions"] + r["skipped"] == 30 and r["evidence_gold"] > 0 and r["evidence_recall"] > 0.15
-    for sample, owner in session_users(locomo_path).items():
+    for sample in (s["sample_id"] for s in json.loads(locomo_path.read_text())):
+        owner = session_user(sample)
         convs = app.store.list_conversations(owner, limit=1000)
         sessions = [c for c in convs if c.external_id.startswith(f"{sample}/session-")]
         asked = [c for c in convs if c.external_id == f"{sample}/questions"]
