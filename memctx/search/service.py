@@ -36,13 +36,11 @@ class WebSearchOptions:
     max_results: int = 3
     result_tokens: int = 300  # cleaned text per result
     cache_ttl_s: float = 3600.0
-    context_share: float = 0.2  # of the tokens left after the system prompt and the query
 
     @classmethod
     def from_settings(cls, settings: Any) -> "WebSearchOptions":
         return cls(threshold=settings.search_keyword_threshold, max_results=settings.search_max_results,
-                   result_tokens=settings.search_result_tokens, cache_ttl_s=settings.search_cache_ttl_s,
-                   context_share=settings.search_context_share)
+                   result_tokens=settings.search_result_tokens, cache_ttl_s=settings.search_cache_ttl_s)
 
 
 class WebSearch:
@@ -54,9 +52,9 @@ class WebSearch:
         self.chain = chain
         self.fetcher = fetcher
         self.counter = counter
-        self.cache = SearchCache(pool, (options or WebSearchOptions()).cache_ttl_s) if pool is not None else None
-        self.anonymizer = anonymizer or Anonymizer()
         self.options = options or WebSearchOptions()
+        self.cache = SearchCache(pool, self.options.cache_ttl_s) if pool is not None else None
+        self.anonymizer = anonymizer or Anonymizer()
         self.slm = slm
 
     @classmethod
