@@ -17,21 +17,16 @@ import argparse
 import resource
 import sys
 import time
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import psycopg  # noqa: E402
-from psycopg.conninfo import make_conninfo  # noqa: E402
-
-from memctx import db  # noqa: E402
 from memctx.pipeline import catchup, embedding  # noqa: E402
-from memctx.app import open_app, prepare_database  # noqa: E402
-from memctx.config import Settings  # noqa: E402
+from memctx.app import open_app  # noqa: E402
 from memctx.embed import LocalMiniLM  # noqa: E402
 from memctx.store.ingest import ingest, load_file  # noqa: E402
 from memctx.store import DEFAULT_USER  # noqa: E402
+from scratch import scratch_database  # noqa: E402
 
 
 def rss() -> str:
@@ -57,32 +52,21 @@ def embed(args, conversations) -> None:
 
 
 def catch_up(args, conversations) -> None:
-    base = Settings()
-    admin = db.database_url(base)
-    name = f"memctx_bench_memory_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'create database "{name}"')
-    url = make_conninfo(admin, dbname=name)
-    settings = base.model_copy(update={"database_url": url, "summary_embeddings": args.summary_embeddings})
     conv = conversations[args.conversation]
-    try:
-        prepare_database(settings, url)
-        with open_app(settings, embedder=LocalMiniLM(max_batch_tokens=args.max_batch_tokens)) as app:
-            app.embedder.embed(["warm up"])
-            print(f"summary_embeddings={args.summary_embeddings} max_batch_tokens={args.max_batch_tokens} "
-                  f"warm: {rss()}")
-            cid = ingest(app.store, [conv], DEFAULT_USER)[0].conversation_id
-            print(f"  ingest {conv.external_id} ({len(conv.messages)} messages): {rss()}")
-            start = time.perf_counter()
-            result = catchup.catch_up(app, DEFAULT_USER, cid)
-            print(f"  catch_up: {time.perf_counter() - start:.1f} s, {result.summaries_written} summaries written, "
-                  f"{result.embedded_summaries} embedded: {rss()}")
-            start = time.perf_counter()
-            n = embedding.backfill_conversation(app, cid)
-            print(f"  backfill: {n} summaries in {time.perf_counter() - start:.1f} s: {rss()}")
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'drop database if exists "{name}" with (force)')
+    with scratch_database("memory", summary_embeddings=args.summary_embeddings) as settings, \
+            open_app(settings, embedder=LocalMiniLM(max_batch_tokens=args.max_batch_tokens)) as app:
+        app.embedder.embed(["warm up"])
+        print(f"summary_embeddings={args.summary_embeddings} max_batch_tokens={args.max_batch_tokens} "
+              f"warm: {rss()}")
+        cid = ingest(app.store, [conv], DEFAULT_USER)[0].conversation_id
+        print(f"  ingest {conv.external_id} ({len(conv.messages)} messages): {rss()}")
+        start = time.perf_counter()
+        result = catchup.catch_up(app, DEFAULT_USER, cid)
+        print(f"  catch_up: {time.perf_counter() - start:.1f} s, {result.summaries_written} summaries written, "
+              f"{result.embedded_summaries} embedded: {rss()}")
+        start = time.perf_counter()
+        n = embedding.backfill_conversation(app, cid)
+        print(f"  backfill: {n} summaries in {time.perf_counter() - start:.1f} s: {rss()}")
 
 
 def main() -> None:

@@ -39,15 +39,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psycopg  # noqa: E402
-from psycopg.conninfo import make_conninfo  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
-from memctx import db  # noqa: E402
 from memctx.pipeline import catchup, dispatch, embedding  # noqa: E402
-from memctx.app import open_app, prepare_database  # noqa: E402
-from memctx.config import Settings  # noqa: E402
+from memctx.app import open_app  # noqa: E402
 from memctx.store.ingest import ingest, load_file  # noqa: E402
 from memctx.store import DEFAULT_USER  # noqa: E402
+from scratch import scratch_database  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- bench/worker.py:begin -->", "<!-- bench/worker.py:end -->"
@@ -218,37 +216,29 @@ def main() -> None:
     parser.add_argument("--record", action="store_true", help="write the results into docs/BENCHMARKS.md")
     args = parser.parse_args()
 
-    base = Settings()
-    admin = db.database_url(base)
-    name = f"memctx_bench_worker_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'create database "{name}"')
-    url = make_conninfo(admin, dbname=name)
-    settings = base.model_copy(update={"database_url": url})
     conversations = load_file(args.locomo, "locomo")
     home = Path(os.environ.get("MEMCTX_HOME", "/tmp/memctx-bench"))
     log_path = home / "bench-worker.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     worker = None
-    try:
-        prepare_database(settings, url)
-        with open_app(settings) as app, open(log_path, "wb") as log:
-            app.embedder.embed(["warm up"])
-            catch = bench_catch_up(app, conversations, args.rounds, args.short_turns, args.short_copies)
-            with app.pool.connection() as conn:  # the worker starts on a clean database
-                conn.execute("delete from memctx.conversations")
-            worker = start_worker(url, home, log)
-            wait_ready(log_path)
-            lags = bench_lag(app, url, conversations, args.lag_conversations, args.lag_messages, args.interval)
-            print(f"lag: n={len(lags)} p50={pct(lags, .5):.3f}s p95={pct(lags, .95):.3f}s", file=sys.stderr)
-            elapsed, n_live, n_conv_live = bench_live_throughput(app, url, conversations, args.copies)
-            print(f"live: {n_live} messages, {n_conv_live} conversations in {elapsed:.1f}s", file=sys.stderr)
-    finally:
-        if worker is not None:
-            worker.terminate()
-            worker.wait(30)
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'drop database if exists "{name}" with (force)')
+    with scratch_database("worker") as settings:
+        url = settings.database_url
+        try:
+            with open_app(settings) as app, open(log_path, "wb") as log:
+                app.embedder.embed(["warm up"])
+                catch = bench_catch_up(app, conversations, args.rounds, args.short_turns, args.short_copies)
+                with app.pool.connection() as conn:  # the worker starts on a clean database
+                    conn.execute("delete from memctx.conversations")
+                worker = start_worker(url, home, log)
+                wait_ready(log_path)
+                lags = bench_lag(app, url, conversations, args.lag_conversations, args.lag_messages, args.interval)
+                print(f"lag: n={len(lags)} p50={pct(lags, .5):.3f}s p95={pct(lags, .95):.3f}s", file=sys.stderr)
+                elapsed, n_live, n_conv_live = bench_live_throughput(app, url, conversations, args.copies)
+                print(f"live: {n_live} messages, {n_conv_live} conversations in {elapsed:.1f}s", file=sys.stderr)
+        finally:
+            if worker is not None:
+                worker.terminate()
+                worker.wait(30)
 
     n_conv = len(conversations)
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
