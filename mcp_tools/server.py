@@ -210,14 +210,15 @@ def build_server(bind: Bind) -> MCPServer:
         who = binding.caller
         with refusals():
             check_text(query, "query")
-            web = assembler_for(who.app).external
+            assembler = assembler_for(who.app)
+            web = assembler.external
             if web is None:
                 raise ToolError(NO_ENGINE)
             people: list[str] = []
             if binding.conversation is not None:
                 try:
                     conv = _conversation(binding, None)
-                    people = list(assembler_for(who.app).search.speakers(who.user_id, conv.id))
+                    people = list(assembler.search.speakers(who.user_id, conv.id))
                 except UnknownConversation:
                     pass  # bound but not created yet: no speakers to remove
             decision = web.decide(query)
