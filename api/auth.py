@@ -80,6 +80,11 @@ class Authenticator:
         self.audience = settings.jwt_audience
         self.jwks = JwksCache(settings.jwt_jwks_url, settings.jwks_cache_s) if settings.jwt_jwks_url else None
 
+    def caller(self, credential: str) -> Caller:
+        """The credential's user, with the app scoped to them (row-level security)."""
+        user = self.user(credential)
+        return Caller(user, self.app.for_user(user))
+
     def user(self, credential: str) -> UUID:
         if keys.looks_like_key(credential):
             user = keys.key_user(self.app.pool, credential)
@@ -121,7 +126,6 @@ def caller(request: Request) -> Caller:
     """The FastAPI dependency every /v1 route takes: 401 unless the credential is valid."""
     authenticator: Authenticator = request.app.state.authenticator
     try:
-        user = authenticator.user(bearer(request))
+        return authenticator.caller(bearer(request))
     except Unauthorized:
         raise HTTPException(401, "invalid or missing credentials", headers={"WWW-Authenticate": "Bearer"}) from None
-    return Caller(user, request.app.state.memctx.for_user(user))

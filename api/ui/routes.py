@@ -34,12 +34,10 @@ def ui_caller(request: Request) -> Caller:
         origin = request.headers.get("origin")
         if origin and urlsplit(origin).netloc != request.headers.get("host"):
             raise HTTPException(403, "cross-origin request refused")
-    credential = request.cookies.get(COOKIE, "")
     try:
-        user = request.app.state.authenticator.user(credential)
+        return request.app.state.authenticator.caller(request.cookies.get(COOKIE, ""))
     except Unauthorized:
         raise HTTPException(303, headers={"Location": "/ui/sign-in"}) from None
-    return Caller(user, request.app.state.memctx.for_user(user))
 
 
 UiCaller = Annotated[Caller, Depends(ui_caller)]
