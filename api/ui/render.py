@@ -10,9 +10,9 @@ from typing import Iterable, Mapping, Sequence
 from urllib.parse import quote
 from uuid import UUID
 
-from memctx.models import Conversation
+from memctx.models import Conversation, Message
 from memctx.pipeline.catchup import ChainItem
-from memctx.store.dashboard import ContextUse, ConversationOverview, StoredMessage, TreeNode
+from memctx.store.dashboard import ContextUse, ConversationOverview, TreeNode
 from memctx.summarize.types import SECTIONS, Board, BoardItem
 
 NOTICES = {"summarized": "Summarized: the tree and the board are up to date.",
@@ -104,7 +104,7 @@ def _pending(pending: int) -> str:
 
 
 def conversation(conv: Conversation, overview: ConversationOverview, board: Board | None,
-                 sources: Mapping[UUID, StoredMessage], tree: Sequence[TreeNode], chain: Sequence[ChainItem],
+                 sources: Mapping[UUID, Message], tree: Sequence[TreeNode], chain: Sequence[ChainItem],
                  contexts: Sequence[ContextUse], version: Mapping[str, object], notice: str | None) -> str:
     ref = quote(str(conv.id))
     note = f'<p class="notice" role="status">{e(NOTICES[notice])}</p>' if notice in NOTICES else ""
@@ -138,7 +138,7 @@ def conversation(conv: Conversation, overview: ConversationOverview, board: Boar
     return page(_name(conv.external_id, conv.title, conv.id), body, live=live)
 
 
-def _board(board: Board | None, sources: Mapping[UUID, StoredMessage]) -> str:
+def _board(board: Board | None, sources: Mapping[UUID, Message]) -> str:
     if board is None:
         return '<p class="empty">No board yet: the worker builds it as messages arrive, or press Summarize now.</p>'
     parts = [f'<p class="summary">{e(board.summary) or "<span class=muted>No summary yet.</span>"}</p>',
@@ -160,13 +160,13 @@ def _board(board: Board | None, sources: Mapping[UUID, StoredMessage]) -> str:
     return "".join(parts)
 
 
-def _items(items: Iterable[BoardItem], sources: Mapping[UUID, StoredMessage]) -> str:
+def _items(items: Iterable[BoardItem], sources: Mapping[UUID, Message]) -> str:
     return '<ul class="items">' + "".join(
         f'<li>{e(i.text)}{" <span class=tag>edited</span>" if i.edited else ""}{_sources(i, sources)}</li>'
         for i in items) + "</ul>"
 
 
-def _sources(item: BoardItem, sources: Mapping[UUID, StoredMessage]) -> str:
+def _sources(item: BoardItem, sources: Mapping[UUID, Message]) -> str:
     if not item.sources:
         return ""
     quoted = []
@@ -178,10 +178,9 @@ def _sources(item: BoardItem, sources: Mapping[UUID, StoredMessage]) -> str:
     return f'<div class="sources"><span class="muted small">from</span> {"".join(quoted)}</div>'
 
 
-def _message(m: StoredMessage) -> str:
-    who = m.speaker or m.role
+def _message(m: Message) -> str:
     ext = f" · {e(m.external_id)}" if m.external_id else ""
-    return (f'<blockquote class="msg"><p class="msg-meta">#{m.seq} · {e(who)}{ext}</p>'
+    return (f'<blockquote class="msg"><p class="msg-meta">#{m.seq} · {e(m.speaker)}{ext}</p>'
             f'<p>{e(m.text)}</p></blockquote>')
 
 

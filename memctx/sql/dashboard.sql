@@ -47,7 +47,7 @@ select t.id, t.parent_id, s.level, s.is_master, s.content, s.source_kind, s.firs
 
 -- name: messages_in_range
 -- A conversation's messages between two seqs (the messages a summary covers), at most `limit`.
-select id, seq, external_id, role, metadata ->> 'speaker' as speaker, text, created_at
+select id, conversation_id, user_id, seq, role, content, text, external_id, token_count, created_at, metadata
   from memctx.messages
  where conversation_id = %(conversation_id)s and user_id = %(user_id)s
    and seq between %(first_seq)s and %(last_seq)s
@@ -56,7 +56,7 @@ select id, seq, external_id, role, metadata ->> 'speaker' as speaker, text, crea
 
 -- name: messages_by_ids
 -- The messages a board's items came from.
-select id, seq, external_id, role, metadata ->> 'speaker' as speaker, text, created_at
+select id, conversation_id, user_id, seq, role, content, text, external_id, token_count, created_at, metadata
   from memctx.messages
  where conversation_id = %(conversation_id)s and user_id = %(user_id)s and id = any(%(ids)s::uuid[])
  order by seq

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 from uuid import UUID
 
 from memctx.app import App
+from memctx.models import Message
 from memctx.sql import QUERIES
 
 # Messages the tree shows under its summaries, at most: a longer history links to the API's pages.
@@ -53,23 +54,6 @@ class ConversationOverview:
 
 
 @dataclass(frozen=True)
-class StoredMessage:
-    """A message as the page quotes it: where it is, who said it, what it said."""
-
-    id: UUID
-    seq: int
-    external_id: str | None
-    role: str
-    speaker: str | None
-    text: str
-    created_at: datetime | None
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "StoredMessage":
-        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
-
-
-@dataclass(frozen=True)
 class TreeNode:
     """A summary in the tree: the summaries it folded (`children`) or the messages it covers."""
 
@@ -84,7 +68,7 @@ class TreeNode:
     edited: bool
     live: bool
     children: tuple["TreeNode", ...] = ()
-    messages: tuple[StoredMessage, ...] = ()
+    messages: tuple[Message, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,7 +110,7 @@ def summary_tree(app: App, user_id: UUID, conversation_id: UUID) -> list[TreeNod
             **key, "first_seq": min((r["first_seq"] for r in leaves), default=0),
             "last_seq": max((r["last_seq"] for r in leaves), default=-1),
             "limit": TREE_MESSAGES_MAX}).fetchall() if leaves else []
-    by_seq = [StoredMessage.from_row(m) for m in messages]
+    by_seq = [Message.from_row(m) for m in messages]
     children: dict[UUID | None, list[Mapping[str, Any]]] = {}
     for row in rows:
         children.setdefault(row["parent_id"], []).append(row)
@@ -143,14 +127,14 @@ def summary_tree(app: App, user_id: UUID, conversation_id: UUID) -> list[TreeNod
     return [build(r, frozenset()) for r in children.get(None, [])]
 
 
-def messages_by_ids(app: App, user_id: UUID, conversation_id: UUID, ids: Sequence[UUID]) -> dict[UUID, StoredMessage]:
+def messages_by_ids(app: App, user_id: UUID, conversation_id: UUID, ids: Sequence[UUID]) -> dict[UUID, Message]:
     """The conversation's messages among `ids` (the sources of board items), by id."""
     if not ids:
         return {}
     with app.pool.connection() as conn:
         rows = conn.execute(QUERIES["messages_by_ids"], {
             "user_id": user_id, "conversation_id": conversation_id, "ids": list(ids)}).fetchall()
-    return {r["id"]: StoredMessage.from_row(r) for r in rows}
+    return {r["id"]: Message.from_row(r) for r in rows}
 
 
 def recent_contexts(app: App, user_id: UUID, conversation_id: UUID, *, limit: int = 5) -> list[ContextUse]:
