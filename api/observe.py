@@ -15,6 +15,7 @@ import logging
 import re
 import time
 import uuid
+from contextlib import nullcontext
 from contextvars import ContextVar
 from datetime import datetime, timezone
 from typing import IO, Any, Literal, Mapping
@@ -152,12 +153,9 @@ def record_context(caller: Caller, conversation_id: UUID, wc: WorkingContext, ki
     entry = ContextRequest.from_context(wc, app.counter, user_id=caller.user_id, conversation_id=conversation_id,
                                         kind=kind, query_stored_at=query_stored_at, model=model,
                                         timings_ms=timings_ms, upstream_status=upstream_status)
-    if conn is not None:
-        logged = log_request(conn, entry, retention_days=app.settings.request_log_retention_days)
-    else:
-        with app.pool.connection() as own:
-            logged = log_request(own, entry, retention_days=app.settings.request_log_retention_days,
-                                 own_transaction=True)
+    with nullcontext(conn) if conn is not None else app.pool.connection() as tx:
+        logged = log_request(tx, entry, retention_days=app.settings.request_log_retention_days,
+                             own_transaction=conn is None)
     CONTEXT_TOKENS_USED.labels(kind).observe(logged.tokens_used)
     CONTEXT_TOKENS_SAVED.labels(kind).observe(logged.tokens_saved)
     for stage, ms in wc.timings_ms.items():
