@@ -33,7 +33,6 @@ from api.observe import UPSTREAM_DURATION, UPSTREAM_ERRORS, record_context
 from api.schemas import ConversationName
 from memctx.assemble import WorkingContext, assembler_for
 from memctx.config import Settings
-from memctx.store import UnknownConversation
 from memctx.store.requests import IdempotencyKey, claim_key, complete_key
 
 log = logging.getLogger("memctx.api.proxy")
@@ -116,13 +115,10 @@ def _conversation(who: Caller, name: str) -> UUID:
     """The caller's conversation by UUID or external id; a new external id creates it, an unknown
     UUID (perhaps another tenant's) is a 404."""
     try:
-        return who.app.store.find_conversation(who.user_id, name).id
-    except UnknownConversation:
-        try:
-            UUID(name)
-        except ValueError:
-            return who.app.store.create_conversation(who.user_id, external_id=name).id
-        raise
+        UUID(name)
+    except ValueError:  # an external id: get-or-create, one statement
+        return who.app.store.create_conversation(who.user_id, external_id=name).id
+    return who.app.store.find_conversation(who.user_id, name).id
 
 
 def _passed_through(params: dict[str, Any]) -> dict[str, Any]:
