@@ -9,7 +9,7 @@ database `--database` on the configured server (dropped at the end), starts a re
    /v1/conversations/{c}/context with an API key, for `--seconds` — throughput, p50, p95, and
    the ratio to (1);
 3. one call at a time, interleaved: get_working_context on the owner's App and on the caller's
-   (`App.for_user`), each with a cached assembler and a fresh one per call, as the API builds;
+   (`App.for_user`), each with a cached assembler (as the API uses) and a fresh one per call;
    and writing the `context_requests` row — where the API's extra time per call goes;
 4. the proxy: a loopback OpenAI-compatible upstream that answers at once (a child process),
    called `--proxy-requests` times one after another directly and through /v1/chat/completions:
@@ -177,15 +177,15 @@ def proxy_overhead(base: str, upstream: str, key: str, queries: list[str], n: in
 
 def breakdown(app, user, conversations: list, queries: list[str], budget: int, rounds: int) -> dict:
     """Where an API context call spends more than an in-process one, one call at a time, interleaved:
-    a fresh assembler per call (the API builds one per request, on the caller's App) and the
-    caller's pool (role and JWT claims in every transaction, RLS), and the log row."""
+    the caller's pool (role and JWT claims in every transaction, RLS), a cached assembler (as the
+    API uses) against a fresh one per call, and the log row."""
     caller_app = app.for_user(user)
     variants = {
         "owner_cached_assembler": lambda i, q: assembler_for(app).get_working_context(user, conversations[i % 2], q, budget),
         "owner_fresh_assembler": lambda i, q: build_assembler(app).get_working_context(user, conversations[i % 2], q, budget),
         "caller_cached_assembler": lambda i, q: assembler_for(caller_app).get_working_context(user, conversations[i % 2], q,
                                                                                               budget),
-        "caller_fresh_assembler": lambda i, q: assembler_for(app.for_user(user)).get_working_context(
+        "caller_fresh_assembler": lambda i, q: build_assembler(caller_app).get_working_context(
             user, conversations[i % 2], q, budget),
     }
     wc = assembler_for(app).get_working_context(user, conversations[0], queries[0], budget)
@@ -237,6 +237,7 @@ def main() -> None:
         with open_app(settings) as app:
             loaded = ingest(app.store, load_file(args.locomo, "locomo"), user)
             conversations = [r.conversation_id for r in loaded]
+            messages = sum(r.messages + r.skipped for r in loaded)
             key = keys.create_key(app.pool, user, "bench").secret
             queries = questions(args.locomo)
             assembler_for(app).get_working_context(user, conversations[0], queries[0], args.budget)  # warm up
@@ -268,7 +269,7 @@ def main() -> None:
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "load_average": [round(x, 2) for x in os.getloadavg()],
-        "conversations": len(conversations), "messages": sum(len(c.messages) for c in load_file(args.locomo, "locomo")),
+        "conversations": len(conversations), "messages": messages,
         "clients": args.clients, "seconds": args.seconds, "token_budget": args.budget,
         "server_workers": args.server_workers,
         "in_process": local, "api": api,
