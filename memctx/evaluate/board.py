@@ -20,6 +20,7 @@ which only this measure reads (the memory system never does):
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -60,9 +61,9 @@ class Sample:
 
 
 def load_samples(path: Path) -> list[Sample]:
-    raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    conversations = parse_locomo(json.dumps(raw), str(path))
-    return [_sample(data, conv.messages) for data, conv in zip(raw, conversations)]
+    text = Path(path).read_text(encoding="utf-8")
+    conversations = parse_locomo(text, str(path))
+    return [_sample(data, conv.messages) for data, conv in zip(json.loads(text), conversations)]
 
 
 def _sample(data: Mapping[str, Any], messages: Sequence[Any]) -> Sample:
@@ -93,9 +94,8 @@ def fold(turns: Sequence[SourceText], summarizer: ExtractiveSummarizer, *, every
     for start in range(0, len(turns), every):
         board = summarizer.update_board(board, turns[start:start + every], max_tokens=max_tokens)
         for spec in SECTIONS:
-            sizes = [sum(1 for i in board.section(spec.name) if i.group == g) for g in {i.group for i in
-                                                                                          board.section(spec.name)}]
-            held = max(sizes, default=0) if spec.grouped_by == "kind" else len(board.section(spec.name))
+            items = board.section(spec.name)
+            held = max(Counter(i.group for i in items).values(), default=0) if spec.grouped_by == "kind" else len(items)
             most[spec.name] = max(most[spec.name], held)
     return board, most
 
