@@ -195,15 +195,19 @@ def _asker(item: BoardItem) -> str | None:
     return head if sep and len(head) <= 60 else None
 
 
-def pending_after(previous: Sequence[BoardItem], messages: Sequence[SourceText]) -> tuple[BoardItem, ...]:
-    """Questions still unanswered after `messages` (see the rule in the module docstring)."""
+def pending_after(previous: Sequence[BoardItem], messages: Sequence[SourceText],
+                  units: Sequence[Unit]) -> tuple[BoardItem, ...]:
+    """Questions still unanswered after `messages`, whose units are `units` (see the rule in the
+    module docstring)."""
+    asked: dict[int, list[BoardItem]] = {}
+    for unit in units:
+        if detect.is_question(unit.text):
+            asked.setdefault(unit.source, []).append(_item(unit, messages))
     pending = [(_asker(q), q) for q in previous]
-    for message in messages:
+    for index, message in enumerate(messages):
         speaker = message.who
         pending = [(who, q) for who, q in pending if who is not None and who == speaker]
-        for unit in units_of([message]):
-            if detect.is_question(unit.text):
-                pending.append((speaker, _item(unit, [message])))
+        pending.extend((speaker, q) for q in asked.get(index, ()))
     return merge_recent([], [q for _, q in pending], SECTION["pending_questions"].cap)
 
 
@@ -482,7 +486,7 @@ def update_board(board: Board, new_messages: Sequence[SourceText], *, max_tokens
     return Board(
         summary=extract_summary([*_previous_summary_source(board), *fresh], max_tokens=max_tokens, counter=counter),
         items={**items, "entities": entities, "topics": topic_items(board, topics, fresh),
-               "pending_questions": pending_after(board.section("pending_questions"), fresh)},
+               "pending_questions": pending_after(board.section("pending_questions"), fresh, units)},
         message_count=board.message_count + len(fresh),
         last_seq=max(m.last_seq for m in fresh),
         entity_counts=entity_counts,
