@@ -523,7 +523,6 @@ def board_from_fields(previous: Board, new_messages: Sequence[SourceText], *, su
     fresh = _fresh(previous, new_messages)
     if not fresh:
         return previous
-    text = "\n".join(m.text for m in fresh)
     raw_entities = proposed.get("entities") or {}
     kind_of: dict[str, str] = {}
     for kind in ENTITY_KINDS:
@@ -534,8 +533,9 @@ def board_from_fields(previous: Board, new_messages: Sequence[SourceText], *, su
     sources = {i.text: i.sources for i in previous.section("entities")}
     for name in kind_of:
         said = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
-        counts[name] += len(said.findall(text))
-        sources[name] = join_sources(sources.get(name, ()), [ItemSource.of(m) for m in fresh if said.search(m.text)])
+        hits = [(m, len(said.findall(m.text))) for m in fresh]
+        counts[name] += sum(n for _, n in hits)
+        sources[name] = join_sources(sources.get(name, ()), [ItemSource.of(m) for m, n in hits if n])
     entities, entity_counts = rank_entities(kind_of, counts, sources)
     speakers = {m.who for m in fresh if m.speaker and m.who}
     _, topic_counts = tally_topics(previous, units_of(fresh), speakers)
