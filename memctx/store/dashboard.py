@@ -9,6 +9,7 @@ so row-level security scopes each row). Writing (summarize, edit, close) stays i
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping, Sequence
@@ -111,6 +112,7 @@ def summary_tree(app: App, user_id: UUID, conversation_id: UUID) -> list[TreeNod
             "last_seq": max((r["last_seq"] for r in leaves), default=-1),
             "limit": TREE_MESSAGES_MAX}).fetchall() if leaves else []
     by_seq = [Message.from_row(m) for m in messages]
+    seqs = [m.seq for m in by_seq]  # ascending: the query orders by seq
     children: dict[UUID | None, list[Mapping[str, Any]]] = {}
     for row in rows:
         children.setdefault(row["parent_id"], []).append(row)
@@ -118,7 +120,7 @@ def summary_tree(app: App, user_id: UUID, conversation_id: UUID) -> list[TreeNod
     def build(row: Mapping[str, Any], seen: frozenset[UUID]) -> TreeNode:
         kids = [build(k, seen | {row["id"]}) for k in children.get(row["id"], []) if k["id"] not in seen]
         covered = () if row["source_kind"] == "summary" else tuple(
-            m for m in by_seq if row["first_seq"] <= m.seq <= row["last_seq"])
+            by_seq[bisect_left(seqs, row["first_seq"]):bisect_right(seqs, row["last_seq"])])
         return TreeNode(id=row["id"], level=row["level"], is_master=row["is_master"], content=row["content"],
                         source_kind=row["source_kind"], first_seq=row["first_seq"], last_seq=row["last_seq"],
                         token_count=row["token_count"], edited=row["edited"], live=row["live"],
