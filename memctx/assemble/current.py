@@ -15,6 +15,7 @@ from uuid import UUID
 from memctx.assemble.budget import message_tokens
 from memctx.assemble.render import current_section
 from memctx.assemble.types import Cut, Source
+from memctx.summarize.types import BoardItem
 from memctx.tokens import TokenCounter
 
 COMPRESS_AT = 0.8
@@ -24,8 +25,8 @@ Compressor = Callable[[Sequence[Mapping[str, Any]], int], str | None]
 
 
 def _texts(items: Any) -> list[str]:
-    """The lines of a board section: items ({"text", "sources"}) or, from older boards, strings."""
-    return [str(i["text"]) if isinstance(i, Mapping) else str(i) for i in items or []]
+    """The lines of a stored board section (items, or strings from older boards: BoardItem reads both)."""
+    return [i.text for i in map(BoardItem.from_json, items or []) if i is not None]
 
 
 @dataclass
