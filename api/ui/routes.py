@@ -6,6 +6,7 @@ page (post/redirect/get), so everything works without script.
 
 from __future__ import annotations
 
+from functools import cache
 from importlib.resources import files
 from typing import Annotated
 from urllib.parse import quote, urlsplit
@@ -132,9 +133,14 @@ def edit_summary(conversation: UUID, summary_id: UUID, who: UiCaller,
     return _back(conversation, "edited")
 
 
+@cache
+def _static_file(name: str) -> bytes:
+    """A packaged static file, read once per process."""
+    return files("api.ui").joinpath("static", name).read_bytes()
+
+
 @router.get("/static/{name}")
 def static(name: str) -> Response:
     if name not in STATIC:
         raise HTTPException(404)
-    body = files("api.ui").joinpath("static", name).read_bytes()
-    return Response(body, media_type=STATIC[name], headers={"Cache-Control": "no-cache"})
+    return Response(_static_file(name), media_type=STATIC[name], headers={"Cache-Control": "no-cache"})
