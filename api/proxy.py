@@ -27,7 +27,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from api.auth import Caller
 from api.chat_format import ChatRequest, StreamReply, Turn, completion_as_stream, reply_message, split_turn, to_new_message
-from api.deps import CallerDep
+from api.deps import CallerDep, SettingsDep
 from api.errors import field_error
 from api.observe import UPSTREAM_DURATION, UPSTREAM_ERRORS, record_context
 from api.schemas import ConversationName
@@ -72,11 +72,10 @@ def models(request: Request, who: CallerDep) -> Response:
 
 
 @router.post("/v1/chat/completions")
-def chat_completions(body: ChatRequest, request: Request, who: CallerDep,
+def chat_completions(body: ChatRequest, request: Request, who: CallerDep, settings: SettingsDep,
                      conversation: ConversationHeader = None, idempotency_key: IdempotencyKeyHeader = None) -> Response:
     """A chat completion with the conversation's memory: the request's history is replaced by the
     working context for the model's budget; the new messages and the reply are stored."""
-    settings = who.app.settings
     params = body.model_dump(exclude_unset=True)
     name = conversation or (body.metadata or {}).get("memctx_conversation")
     if not isinstance(name, str) or not 1 <= len(name) <= MAX_CONVERSATION_NAME:
