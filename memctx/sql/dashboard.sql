@@ -41,7 +41,7 @@ with recursive tree as (
    where t.depth < 32
 )
 select t.id, t.parent_id, s.level, s.is_master, s.content, s.source_kind, s.first_seq, s.last_seq,
-       s.token_count, s.edited, s.superseded_at is null as live, s.updated_at
+       s.token_count, s.edited, s.superseded_at is null as live
   from tree t join memctx.summaries s on s.id = t.id
  order by t.parent_id nulls first, s.is_master desc, s.level desc, s.first_seq
 
