@@ -21,7 +21,6 @@ from memctx.sql import QUERIES
 @dataclass(frozen=True)
 class Cached:
     engine: str
-    hits: tuple[Hit, ...]
     results: tuple[WebResult, ...]
 
 
@@ -42,8 +41,7 @@ class SearchCache:
                                                              "ttl_s": self.ttl_s}).fetchone()
         if row is None:
             return None
-        return Cached(row["engine"], tuple(Hit.from_json(h) for h in row["results"]),
-                      tuple(WebResult.from_json(r) for r in row["cleaned"]))
+        return Cached(row["engine"], tuple(WebResult.from_json(r) for r in row["cleaned"]))
 
     def put(self, user: UUID, key: str, query: str, engine: str, hits: Sequence[Hit],
             results: Sequence[WebResult]) -> None:

@@ -26,10 +26,6 @@ class Hit:
     def as_json(self) -> dict[str, str]:
         return {"title": self.title, "url": self.url, "snippet": self.snippet}
 
-    @classmethod
-    def from_json(cls, row: dict[str, Any]) -> "Hit":
-        return cls(title=row["title"], url=row["url"], snippet=row.get("snippet", ""))
-
 
 @dataclass(frozen=True)
 class WebResult:

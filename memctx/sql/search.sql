@@ -3,7 +3,7 @@
 
 -- name: search_cache_get
 -- A cached answer still within its TTL.
-select engine, query, results, cleaned, fetched_at
+select engine, cleaned
   from memctx.search_cache
  where user_id = %(user_id)s and fingerprint = %(fingerprint)s
    and fetched_at > now() - make_interval(secs => %(ttl_s)s)
