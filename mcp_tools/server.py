@@ -20,12 +20,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from api.auth import Caller
-from api.routes.context import time_range as since
 from memctx.assemble import BudgetTooSmall, assembler_for, get_working_context as working_context
 from memctx.models import Conversation, InvalidInput, NewMessage, check_text
 from memctx.pipeline.board import get_board
 from memctx.pipeline.catchup import live_chain
 from memctx.retrieve import search_memories
+from memctx.retrieve.search import named_range
 from memctx.store import UnknownConversation
 from memctx.store.ingest import ConversationInput
 
@@ -101,7 +101,7 @@ def build_server(bind: Bind) -> MCPServer:
         who = binding.caller
         with refusals():
             check_text(query, "query")
-            memories = search_memories(who.app, who.user_id, query, None, since(time_range), limit=limit)
+            memories = search_memories(who.app, who.user_id, query, None, named_range(time_range), limit=limit)
             conversations = {c: who.app.store.get_conversation(who.user_id, c)
                              for c in {m.conversation_id for m in memories}}
         return {"memories": [{

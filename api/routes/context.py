@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, time, timedelta, timezone
 from typing import Any
 
 from fastapi import APIRouter
@@ -14,11 +13,9 @@ from api.observe import record_context
 from api.schemas import ContextIn, SearchIn, TimeWindow
 from memctx.assemble import assembler_for
 from memctx.retrieve import search_memories
+from memctx.retrieve.search import TimeRange, named_range
 
 router = APIRouter(prefix="/v1", tags=["context"])
-
-# A named time range reaches this far back from now ("today": since midnight UTC).
-_RANGES = {"week": timedelta(days=7), "month": timedelta(days=30)}
 
 
 @router.post("/conversations/{conversation}/context")
@@ -49,14 +46,9 @@ def search(body: SearchIn, who: CallerDep, settings: SettingsDep) -> dict[str, A
     return {"memories": [m.as_json() for m in memories]}
 
 
-def time_range(value: str | TimeWindow, now: datetime | None = None) -> tuple[datetime | None, datetime | None] | None:
-    now = now or datetime.now(timezone.utc)
+def time_range(value: str | TimeWindow) -> TimeRange | None:
     if isinstance(value, TimeWindow):
         if value.since and value.until and value.since > value.until:
             field_error(["body", "time_range", "since"], "since is after until")
         return value.since, value.until
-    if value == "all":
-        return None
-    if value == "today":
-        return datetime.combine(now.date(), time(), timezone.utc), None
-    return now - _RANGES[value], None
+    return named_range(value)

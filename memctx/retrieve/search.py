@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, time, timedelta, timezone
 from typing import Any, Mapping, Sequence
 from uuid import UUID
 
@@ -28,6 +28,18 @@ from memctx.retrieve.types import Fragment, Memory, Provenance
 from memctx.sql import QUERIES
 
 TimeRange = tuple[datetime | None, datetime | None]
+NAMED_RANGES = ("today", "week", "month", "all")
+_SPANS = {"week": timedelta(days=7), "month": timedelta(days=30)}
+
+
+def named_range(name: str, now: datetime | None = None) -> TimeRange | None:
+    """The time range a person means by `name` (one of NAMED_RANGES), in UTC; None for "all"."""
+    now = now or datetime.now(timezone.utc)
+    if name == "all":
+        return None
+    if name == "today":
+        return datetime.combine(now.date(), time(), timezone.utc), None
+    return now - _SPANS[name], None
 
 
 @dataclass(frozen=True)

@@ -108,3 +108,15 @@ def test_a_hit_brings_its_partner_turn_only_when_the_partner_adds_something(hit_
     assert [f.seq for f in memory.fragments] == ([1, 2] if paired else [1])
     always = build_memories(rows, analyze("painting"), SearchOptions(threshold=-1.0, pair_rank=None), -1.0)
     assert [f.seq for f in always[0].fragments] == [1, 2]
+
+
+def test_named_time_ranges_reach_back_from_now_in_utc():
+    from datetime import datetime, timezone
+
+    from memctx.retrieve.search import NAMED_RANGES, named_range
+
+    now = datetime(2024, 5, 8, 15, 30, tzinfo=timezone.utc)
+    assert named_range("today", now) == (datetime(2024, 5, 8, tzinfo=timezone.utc), None)
+    assert named_range("week", now) == (datetime(2024, 5, 1, 15, 30, tzinfo=timezone.utc), None)
+    assert named_range("month", now) == (datetime(2024, 4, 8, 15, 30, tzinfo=timezone.utc), None)
+    assert named_range("all", now) is None and set(NAMED_RANGES) == {"today", "week", "month", "all"}
