@@ -1,38 +1,56 @@
-"""Scale benchmark: memory search and get_working_context latency on a large synthetic table.
+"""Scale benchmark: memory search and get_working_context latency on a large table.
 
-Loads `--messages` synthetic messages (users × conversations × messages per conversation; random
-unit vectors, sentences drawn from a fixed vocabulary, generated inside Postgres) into a fresh
-database on the configured server, builds the indexes after the bulk load, ANALYZEs, then
-measures p50 / p95 of: conversation-scoped search, user-wide search, get_working_context
-(2,000-token budget) and global HNSW top-10 — and reports index build time and database size.
-Triggers are skipped during the load (session_replication_role = replica) and seq is set
-directly, as a bulk import would.
+Loads `--messages` messages into a fresh database on the configured server, builds the HNSW
+index after the bulk load, VACUUM ANALYZEs, then measures p50 / p95 of: conversation-scoped
+search, user-wide search, get_working_context (2,000-token budget, conversation and user scope)
+and global HNSW top-10 — and reports load and index build times and the bytes per row of the
+messages table and of each of its indexes. Triggers are skipped during the load
+(session_replication_role = replica) and seq is set directly, as a bulk import would.
+
+Two shapes:
+- uniform: users × `--conversations-per-user` × `--per-conversation` messages, random unit
+  vectors, sentences from a 60-word vocabulary, generated inside Postgres; random queries from
+  the same words.
+- realistic (bench/realistic.py): LoCoMo dev turns recombined and perturbed, embedded with the
+  real embedder (a pool of `--pool` distinct texts, cached under ~/.cache/memctx-bench), messages
+  per user and turns per conversation long-tailed around the same two means, and a heavy user
+  with `--heavy-messages` messages, one conversation `--long-conversation` turns long; queries
+  are perturbed LoCoMo questions. The headline keys then time the heavy user: its long
+  conversation (search_conversation, get_working_context_2000) and its whole history
+  (search_user, get_working_context_user_2000); `ordinary_*` time 200 other conversations.
 
     python bench/scale.py --messages 1000000      # ~15 min of HNSW build on 2 cores
     python bench/scale.py --messages 100000 --json
+    python bench/scale.py --shape realistic --database memctx_scale_real --queries 100 --json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
 import uuid
+from dataclasses import replace
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from memctx import db
-from memctx.app import open_app, prepare_database
-from memctx.assemble import assembler_for
-from memctx.config import Settings
-from memctx.embed import LocalMiniLM
-from memctx.retrieve import MemorySearch, SearchOptions
-from memctx.sql import QUERIES
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import realistic  # noqa: E402
+from memctx import db  # noqa: E402
+from memctx.app import open_app, prepare_database  # noqa: E402
+from memctx.assemble import assembler_for  # noqa: E402
+from memctx.config import Settings  # noqa: E402
+from memctx.embed import LocalMiniLM  # noqa: E402
+from memctx.retrieve import MemorySearch, SearchOptions  # noqa: E402
+from memctx.sql import QUERIES  # noqa: E402
 
 WORDS = ("pottery hiking dolomites budget review portuguese jazz concert bike brake sourdough bread porto flat "
          "wedding sister dog collie garden tomatoes marathon training guitar lessons novel chapter museum painting "
@@ -80,21 +98,16 @@ def create_database(admin_url: str, name: str, embedder) -> str:
     return url
 
 
-def load(url: str, users: int, convs: int, per: int, log) -> dict:
-    user_ids = [uuid.UUID(int=i + 1) for i in range(users)]
+def load(url: str, fill, log) -> dict:
+    """Bulk-load with `fill(conn)` (triggers off, no HNSW), then build HNSW, VACUUM ANALYZE, size."""
     timings = {}
     with psycopg.connect(url, autocommit=True, options=f"-c search_path={db.SEARCH_PATH.replace(' ', '')}") as conn:
         conn.execute("drop index memctx.messages_embedding_hnsw")  # rebuilt after the load
         conn.execute("set session_replication_role = replica")
         t = time.perf_counter()
-        conn.execute("insert into memctx.conversations (user_id, external_id, message_count, last_seq, last_message_at) "
-                     "select u, 'conv-' || c, %(per)s, %(per)s, now() from unnest(%(users)s::uuid[]) u, "
-                     "generate_series(1, %(convs)s) c", {"users": user_ids, "convs": convs, "per": per})
-        batch = max(1, 20_000 // (convs * per) or 1)
-        for start in range(0, users, batch):
-            conn.execute(LOAD_SQL, {"per": per, "words": list(WORDS), "users": user_ids[start:start + batch]})
-            log(f"loaded users {min(start + batch, users)}/{users}")
+        fill(conn)
         timings["load_s"] = round(time.perf_counter() - t, 1)
+        log(f"loaded in {timings['load_s']} s; building HNSW")
         conn.execute("set maintenance_work_mem = '1GB'")
         t = time.perf_counter()
         conn.execute("create index messages_embedding_hnsw on memctx.messages using hnsw (embedding vector_cosine_ops) "
@@ -104,33 +117,86 @@ def load(url: str, users: int, convs: int, per: int, log) -> dict:
         conn.execute("vacuum analyze memctx.messages")
         conn.execute("analyze memctx.conversations")
         timings["vacuum_analyze_s"] = round(time.perf_counter() - t, 1)
-        size = conn.execute("select pg_database_size(current_database()) as b, "
-                            "pg_total_relation_size('memctx.messages') as m, "
-                            "pg_relation_size('memctx.messages_embedding_hnsw') as h").fetchone()
-        timings.update(database_bytes=size[0], messages_table_bytes=size[1], hnsw_bytes=size[2])
-    return {"users": user_ids, **timings}
+        timings.update(sizes(conn))
+    return timings
 
 
-def measure(url: str, users: list[uuid.UUID], n: int, rng) -> dict:
+def fill_uniform(users: list[uuid.UUID], convs: int, per: int, log):
+    def fill(conn: psycopg.Connection) -> None:
+        conn.execute("insert into memctx.conversations (user_id, external_id, message_count, last_seq, last_message_at) "
+                     "select u, 'conv-' || c, %(per)s, %(per)s, now() from unnest(%(users)s::uuid[]) u, "
+                     "generate_series(1, %(convs)s) c", {"users": users, "convs": convs, "per": per})
+        batch = max(1, 20_000 // (convs * per) or 1)
+        for start in range(0, len(users), batch):
+            conn.execute(LOAD_SQL, {"per": per, "words": list(WORDS), "users": users[start:start + batch]})
+            log(f"loaded users {min(start + batch, len(users))}/{len(users)}")
+    return fill
+
+
+def fill_realistic(args, embedder, log):
+    source = realistic.Source.read(args.source)
+    pool, vectors = realistic.embedded_pool(source, args.pool, embedder, args.cache, log)
+    conversations = realistic.shape(args.messages, args.per_conversation, args.conversations_per_user,
+                                    heavy_messages=args.heavy_messages, long_conversation=args.long_conversation)
+
+    def fill(conn: psycopg.Connection) -> None:
+        db.configure_connection(conn)
+        realistic.load(conn, conversations, pool, vectors, log)
+    return fill
+
+
+def sizes(conn: psycopg.Connection) -> dict:
+    """Database and messages-table bytes, and bytes per message of the heap (with TOAST) and each index."""
+    row = conn.execute("select pg_database_size(current_database()), pg_total_relation_size('memctx.messages'), "
+                       "pg_table_size('memctx.messages'), (select count(*) from memctx.messages)").fetchone()
+    rows = max(1, row[3])
+    indexes = {name.removeprefix("memctx."): b for name, b in conn.execute(
+        "select indexrelid::regclass::text, pg_relation_size(indexrelid) from pg_index "
+        "where indrelid = 'memctx.messages'::regclass order by 1")}
+    return {"database_bytes": row[0], "messages_table_bytes": row[1], "rows": row[3],
+            "hnsw_bytes": indexes.get("messages_embedding_hnsw"),
+            "bytes_per_row": {"heap_and_toast": round(row[2] / rows), "total": round(row[1] / rows),
+                              **{name: round(b / rows) for name, b in indexes.items()}}}
+
+
+def timed_set(search, assembler, picks, queries, n) -> dict:
+    """The four latencies over (user, conversation) picks, the i-th query with the i-th pick."""
+    user_scope = replace(assembler.options, scope="user")
+    pick = lambda i: picks[(i * 7919) % len(picks)]  # noqa: E731
+    return {
+        "search_conversation": timed(lambda i: search.search(pick(i)[0], queries[i], pick(i)[1], limit=10), n),
+        "search_user": timed(lambda i: search.search(pick(i)[0], queries[i], None, limit=10), n),
+        "get_working_context_2000": timed(lambda i: assembler.get_working_context(*pick(i), queries[i], 2000), n),
+        "get_working_context_user_2000": timed(
+            lambda i: assembler.get_working_context(*pick(i), queries[i], 2000, options=user_scope), n),
+    }
+
+
+def measure(url: str, users: list[uuid.UUID], n: int, rng, shape: str, source: Path) -> dict:
     settings = Settings(database_url=url, pool_min_size=2, pool_max_size=4)
     with open_app(settings) as app:
-        convs = {}
-        with app.pool.connection() as conn:
-            for row in conn.execute("select id, user_id from memctx.conversations where user_id = any(%s)",
-                                    (users[:200],)):
-                convs.setdefault(row["user_id"], []).append(row["id"])
-        picks = [(u, c) for u, cs in convs.items() for c in cs]
-        queries = [" ".join(rng.choice(WORDS, 6)) for _ in range(n)]
         search = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(settings))
         assembler = assembler_for(app)
-        pick = lambda i: picks[(i * 7919) % len(picks)]  # noqa: E731
+        with app.pool.connection() as conn:
+            if shape == "realistic":
+                queries = realistic.queries(realistic.Source.read(source), n)
+                long = conn.execute("select user_id, id from memctx.conversations where user_id = %s "
+                                    "order by message_count desc limit 1", (realistic.HEAVY_USER,)).fetchone()
+                heavy = [(long["user_id"], long["id"])]
+                picks = [(r["user_id"], r["id"]) for r in conn.execute(
+                    "select user_id, id from memctx.conversations where user_id <> %s order by md5(id::text) "
+                    "limit 200", (realistic.HEAVY_USER,))]
+            else:
+                queries = [" ".join(rng.choice(WORDS, 6)) for _ in range(n)]
+                picks = [(r["user_id"], r["id"]) for r in conn.execute(
+                    "select id, user_id from memctx.conversations where user_id = any(%s)", (users[:200],))]
         for i in range(10):  # warm up: embedder session, pool, caches
-            assembler.get_working_context(*pick(i), queries[i], 2000)
-        out = {
-            "search_conversation": timed(lambda i: search.search(pick(i)[0], queries[i], pick(i)[1], limit=10), n),
-            "search_user": timed(lambda i: search.search(pick(i)[0], queries[i], None, limit=10), n),
-            "get_working_context_2000": timed(lambda i: assembler.get_working_context(*pick(i), queries[i], 2000), n),
-        }
+            assembler.get_working_context(*picks[i % len(picks)], queries[i % n], 2000)
+        if shape == "realistic":
+            out = timed_set(search, assembler, heavy, queries, n)
+            out.update({f"ordinary_{k}": v for k, v in timed_set(search, assembler, picks, queries, n).items()})
+        else:
+            out = timed_set(search, assembler, picks, queries, n)
         vecs = app.embedder.embed(queries[:n])
         with app.pool.connection() as conn:
             if conn.execute("select to_regclass('memctx.messages_embedding_hnsw') is null as missing").fetchone()["missing"]:
@@ -146,41 +212,51 @@ def measure(url: str, users: list[uuid.UUID], n: int, rng) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", choices=("uniform", "realistic"), default="uniform")
     parser.add_argument("--messages", type=int, default=1_000_000)
-    parser.add_argument("--per-conversation", type=int, default=100)
-    parser.add_argument("--conversations-per-user", type=int, default=10)
+    parser.add_argument("--per-conversation", type=int, default=100, help="realistic: the mean")
+    parser.add_argument("--conversations-per-user", type=int, default=10, help="realistic: the mean")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--database", default="memctx_scale")
     parser.add_argument("--reuse", action="store_true",
                         help="measure an already loaded database (e.g. after an interrupted HNSW build)")
     parser.add_argument("--json", action="store_true")
+    repo = Path(__file__).resolve().parent.parent
+    realistic_args = parser.add_argument_group("realistic shape")
+    realistic_args.add_argument("--source", type=Path, default=repo.parent / "shared/bench/locomo/locomo-dev.json",
+                                help="LoCoMo JSON whose turns and questions are recombined")
+    realistic_args.add_argument("--pool", type=int, default=16_384, help="distinct texts embedded (cached)")
+    realistic_args.add_argument("--cache", type=Path, default=Path.home() / ".cache/memctx-bench")
+    realistic_args.add_argument("--heavy-messages", type=int, default=100_000)
+    realistic_args.add_argument("--long-conversation", type=int, default=5_000)
     args = parser.parse_args()
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     per, convs = args.per_conversation, args.conversations_per_user
-    users = max(1, args.messages // (per * convs))
+    users = [uuid.UUID(int=i + 1) for i in range(max(1, args.messages // (per * convs)))]
     settings = Settings()
     admin_url = db.database_url(settings)
     embedder = LocalMiniLM()
     started = time.perf_counter()
     if args.reuse:
         url = make_conninfo(admin_url, dbname=args.database)
-        loaded = {"users": [uuid.UUID(int=i + 1) for i in range(users)]}
         prepare_database(Settings(database_url=url), url, embedder)  # migrations added since the load
         with psycopg.connect(url, autocommit=True) as conn:
             t = time.perf_counter()
             conn.execute("vacuum analyze memctx.messages")
-            loaded["vacuum_analyze_s"] = round(time.perf_counter() - t, 1)
-            size = conn.execute("select pg_database_size(current_database()), "
-                                "pg_total_relation_size('memctx.messages')").fetchone()
-            loaded.update(database_bytes=size[0], messages_table_bytes=size[1])
+            loaded = {"vacuum_analyze_s": round(time.perf_counter() - t, 1), **sizes(conn)}
     else:
+        fill = fill_uniform(users, convs, per, log) if args.shape == "uniform" else fill_realistic(args, embedder, log)
         url = create_database(admin_url, args.database, embedder)
-        loaded = load(url, users, convs, per, log)
+        loaded = load(url, fill, log)
     log("measuring")
-    results = measure(url, loaded.pop("users"), args.queries, np.random.default_rng(1))
-    report = {"messages": users * convs * per, "users": users, "conversations": users * convs,
-              "messages_per_conversation": per, **loaded, "latency": results,
-              "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs, Python {platform.python_version()}",
+    load_before = os.getloadavg()
+    results = measure(url, users, args.queries, np.random.default_rng(1), args.shape, args.source)
+    report = {"shape": args.shape, "messages": loaded["rows"], **({"users": len(users), "conversations": len(users) * convs,
+              "messages_per_conversation": per} if args.shape == "uniform" else {"pool": args.pool}),
+              **loaded, "latency": results,
+              "load_average": {"before": [round(x, 2) for x in load_before],
+                               "after": [round(x, 2) for x in os.getloadavg()]},
+              "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
               "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "total_s": round(time.perf_counter() - started, 1)}
     if args.json:
