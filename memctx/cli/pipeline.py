@@ -29,18 +29,27 @@ from memctx.summarize.types import SECTION, SECTIONS
 def eval_board_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False, help="a LoCoMo JSON file"),
                    as_json: bool = typer.Option(False, "--json", help="print the full results as JSON"),
                    labels: Optional[Path] = typer.Option(None, dir_okay=False,
-                                                         help="labelled utterances (default: the dev sets shipped)")
+                                                         help="labelled utterances (default: the dev sets shipped)"),
+                   llm: bool = typer.Option(False, "--llm", help="summarize with the model of MEMCTX_LLM_BASE_URL / "
+                                                                 "MEMCTX_LLM_MODEL (falling back to extractive per call)"),
+                   conversations: Optional[int] = typer.Option(None, min=1, help="only the file's first N conversations"),
+                   sessions: Optional[int] = typer.Option(None, min=1, help="only each conversation's first N sessions"),
                    ) -> None:
-    """Score the key-free summary board on LoCoMo's gold facts and session summaries (no LLM, no
-    database): precision and coverage of its items, section sizes, ROUGE-L against lead-k, and
-    its detectors on labelled utterances."""
+    """Score the summary board on LoCoMo's gold facts and session summaries (key-free unless
+    --llm; no database): precision and coverage of its items, section sizes, ROUGE-L against
+    lead-k, and its detectors on labelled utterances."""
     from memctx.evaluate.board import LABEL_SETS, run_board_eval
+    from memctx.providers import make_summarizer
     from memctx.tokens import get_counter
 
     settings = Settings()
-    results = run_board_eval(path, get_counter(settings.token_encoding), every=settings.board_update_frequency,
-                             max_tokens=settings.board_length,
-                             labels={"custom": labels} if labels else LABEL_SETS)
+    counter = get_counter(settings.token_encoding)
+    if llm and not (settings.llm_base_url or settings.llm_api_key):
+        fail("--llm needs MEMCTX_LLM_BASE_URL (an OpenAI-compatible server) or MEMCTX_LLM_API_KEY (OpenAI)", BAD_INPUT)
+    summarizer = make_summarizer(settings.model_copy(update={"summarizer": "llm"}), counter) if llm else None
+    results = run_board_eval(path, counter, every=settings.board_update_frequency,
+                             max_tokens=settings.board_length, labels={"custom": labels} if labels else LABEL_SETS,
+                             summarizer=summarizer, conversations=conversations, sessions=sessions)
     if as_json:
         print(json.dumps(results, ensure_ascii=False))
         return
@@ -55,6 +64,10 @@ def eval_board_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False,
               f"({summ['sessions']} sessions)")
     sizes = ", ".join(f"{n} {v['most']}/{v['cap']}" for n, v in results["section_sizes"].items())
     out.print(f"largest sections (items/cap): {sizes}")
+    if "llm" in results:
+        stats = results["llm"]
+        out.print(f"{stats['model']}: calls {stats['calls']}, fell back {stats['fallbacks']}, failures "
+                  f"{stats['failures']}, {stats['unsourced_items']} board items citing no message")
     for label_set, scored in results["labelled"].items():
         for name, v in scored["detectors"].items():
             out.print(f"{label_set} detector {name}: precision {v['precision']:.1%}, recall {v['recall']:.1%} "

@@ -1,4 +1,4 @@
-"""Score the summary board against LoCoMo's gold annotations, with no LLM and no database.
+"""Score the summary board against LoCoMo's gold annotations, with no database.
 
 Owns: `memctx eval board`. Each conversation is folded into a board exactly as the worker does
 (`update_frequency` messages per update, the configured summarizer rules), every item citing the
@@ -15,6 +15,11 @@ which only this measure reads (the memory system never does):
   same length as the summary;
 - the detectors on hand-labelled dev utterances (`data/board_labels*.jsonl`, a tuning set and a
   holdout labelled blind after tuning): precision and recall per label.
+
+The summarizer is the key-free extractive one unless another is passed (`--llm`: the configured
+OpenAI-compatible model, falling back to the extractive one per call); then its own counts (calls,
+fallbacks, unsourced items) come along. `--conversations` and `--sessions` cut the file to a
+subset a slow model gets through in minutes; the same flags give the extractive figures on it.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from memctx.summarize import detect
 from memctx.summarize.extractive import ExtractiveSummarizer
 from memctx.summarize.ranking import truncate_words
 from memctx.summarize.text import split_sentences
-from memctx.summarize.types import SECTIONS, Board, BoardItem, SourceText
+from memctx.summarize.types import SECTIONS, Board, BoardItem, SourceText, Summarizer
 from memctx.tokens import TokenCounter
 
 # Utterances of the dev split labelled by hand: "tuning" is what the detectors were tuned on,
@@ -86,7 +91,18 @@ def _sample(data: Mapping[str, Any], messages: Sequence[Any]) -> Sample:
     return Sample(sid, turns, {k: tuple(v) for k, v in sessions.items()}, tuple(observations), summaries)
 
 
-def fold(turns: Sequence[SourceText], summarizer: ExtractiveSummarizer, *, every: int,
+def first_sessions(sample: Sample, count: int) -> Sample:
+    """`sample` cut to its first `count` sessions: their turns and gold summaries, and the gold
+    facts whose evidence turns all lie in them."""
+    kept = sorted(sample.sessions)[:count]
+    turns = tuple(t for n in kept for t in sample.sessions[n])
+    said = {t.external_id for t in turns}
+    return Sample(sample.sample_id, turns, {n: sample.sessions[n] for n in kept},
+                  tuple(o for o in sample.observations if o[1] and said.issuperset(o[1])),
+                  {n: text for n, text in sample.session_summaries.items() if n in kept})
+
+
+def fold(turns: Sequence[SourceText], summarizer: Summarizer, *, every: int,
          max_tokens: int) -> tuple[Board, dict[str, int]]:
     """The board after all `turns`, `every` at a time, and the most items each section held."""
     board = Board.empty()
@@ -144,9 +160,10 @@ class Tally:
     most: dict[str, int] = field(default_factory=lambda: {s.name: 0 for s in SECTIONS})
     rouge: list[float] = field(default_factory=list)
     rouge_lead: list[float] = field(default_factory=list)
+    summary_fallbacks: int = 0
 
 
-def score_sample(sample: Sample, tally: Tally, summarizer: ExtractiveSummarizer, counter: TokenCounter, *,
+def score_sample(sample: Sample, tally: Tally, summarizer: Summarizer, counter: TokenCounter, *,
                  every: int, max_tokens: int) -> None:
     board, most = fold(sample.turns, summarizer, every=every, max_tokens=max_tokens)
     evidence = {e for _, ids in sample.observations for e in ids}
@@ -165,6 +182,7 @@ def score_sample(sample: Sample, tally: Tally, summarizer: ExtractiveSummarizer,
         if not turns:
             continue
         draft = summarizer.summarize(turns, level=1, is_master=False, max_tokens=counter.count(gold))
+        tally.summary_fallbacks += draft.fallback
         tally.rouge.append(rouge_l(draft.content, gold))
         tally.rouge_lead.append(rouge_l(lead(turns, max(draft.token_count, 1), counter), gold))
 
@@ -226,15 +244,23 @@ def _share(part: int, whole: int) -> float:
 
 
 def run_board_eval(path: Path, counter: TokenCounter, *, every: int, max_tokens: int,
-                   labels: Mapping[str, Path] = LABEL_SETS) -> dict[str, Any]:
-    """Every figure of the module docstring, as one JSON-ready dict."""
-    summarizer = ExtractiveSummarizer(counter)
+                   labels: Mapping[str, Path] = LABEL_SETS, summarizer: Summarizer | None = None,
+                   conversations: int | None = None, sessions: int | None = None) -> dict[str, Any]:
+    """Every figure of the module docstring, as one JSON-ready dict: on the first `conversations`
+    of the file and their first `sessions` sessions (all when None), with `summarizer` (the
+    extractive one when None)."""
+    summarizer = summarizer or ExtractiveSummarizer(counter)
     tally = Tally()
-    samples = load_samples(path)
+    samples = load_samples(path)[:conversations]
+    if sessions is not None:
+        samples = [first_sessions(sample, sessions) for sample in samples]
     for sample in samples:
         score_sample(sample, tally, summarizer, counter, every=every, max_tokens=max_tokens)
     result: dict[str, Any] = {
+        "summarizer": summarizer.name,
         "conversations": len(samples),
+        "sessions": sum(len(sample.sessions) for sample in samples),
+        "turns": sum(len(sample.turns) for sample in samples),
         "precision": {n: _share(tally.sourced[n], tally.items[n]) for n in PRECISION_SECTIONS},
         "items": dict(tally.items),
         "fact_coverage": {"observations": tally.observations, "covered": tally.covered,
@@ -244,8 +270,12 @@ def run_board_eval(path: Path, counter: TokenCounter, *, every: int, max_tokens:
         "section_sizes": {s.name: {"most": tally.most[s.name], "cap": s.cap} for s in SECTIONS},
         "summaries": {"sessions": len(tally.rouge),
                       "rouge_l": round(sum(tally.rouge) / len(tally.rouge), 4) if tally.rouge else 0.0,
-                      "lead_rouge_l": round(sum(tally.rouge_lead) / len(tally.rouge_lead), 4) if tally.rouge_lead else 0.0},
+                      "lead_rouge_l": round(sum(tally.rouge_lead) / len(tally.rouge_lead), 4) if tally.rouge_lead else 0.0,
+                      "fallbacks": tally.summary_fallbacks},
     }
+    stats = getattr(summarizer, "stats", None)
+    if stats is not None:
+        result["llm"] = stats()
     result["labelled"] = {}
     for name, file in labels.items():
         if Path(file).is_file():

@@ -2,9 +2,12 @@
 
 Owns: `LLMSummarizer`, which sends the prompts of `memctx.summarize.prompts`, validates the
 JSON reply against the prompt's response model, keeps the result within `max_tokens`, and on
-any failure (HTTP error, timeout, invalid JSON, wrong schema) falls back to another summarizer
-(the extractive one), counts the failure by kind and tells `on_failure`. It must not read the
-environment: every setting is passed in.
+any failure (HTTP error, timeout, invalid JSON, wrong schema, a reply cut at its token limit)
+falls back to another summarizer (the extractive one) for that whole call, counts the failure by
+kind and tells `on_failure`. A reply is used whole or not at all: nothing of a failed reply
+reaches a summary or the board. `stats()` counts the calls, the fallbacks and the board items
+the model wrote that cite no message. It must not read the environment: every setting is
+passed in.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import json
 import logging
 import re
 import threading
+from collections import Counter
 from dataclasses import replace
-from typing import Callable, Literal, Sequence, TypeVar, cast
+from typing import Any, Callable, Literal, Sequence, TypeVar, cast
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
@@ -33,14 +37,19 @@ from memctx.summarize.prompts import (
 )
 from memctx.summarize.ranking import truncate_words
 from memctx.summarize.text import format_span, parse_span, source_days
-from memctx.summarize.types import Board, SourceText, Summarizer, SummaryDraft
+from memctx.summarize.types import SECTIONS, Board, SourceText, Summarizer, SummaryDraft
 from memctx.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
 FailureKind = Literal["http", "timeout", "invalid_json", "schema"]
 FAILURE_KINDS: tuple[FailureKind, ...] = ("http", "timeout", "invalid_json", "schema")
+Task = Literal["summary", "board"]
 Reply = TypeVar("Reply", bound=BaseModel)
+# Room beyond twice the asked length for the JSON around a summary, and for a board's lists (its
+# section caps of ~15-token lines). A model that runs on past it is cut off and falls back.
+SUMMARY_REPLY_ROOM = 64
+BOARD_REPLY_ROOM = 2048
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)
 
@@ -85,6 +94,7 @@ class LLMSummarizer:
         max_retries: int = 2,
         temperature: float = 0.0,
         on_failure: Callable[[str], None] | None = None,
+        max_reply_tokens: int | None = None,
     ) -> None:
         self.name = f"llm:{model}"
         self.model = model
@@ -92,7 +102,12 @@ class LLMSummarizer:
         self.fallback = fallback
         self.counter = counter
         self.on_failure = on_failure
+        # None: twice the asked length plus SUMMARY_REPLY_ROOM or BOARD_REPLY_ROOM.
+        self.max_reply_tokens = max_reply_tokens
         self.failures: dict[str, int] = {kind: 0 for kind in FAILURE_KINDS}
+        self.calls: Counter[Task] = Counter()
+        self.fallbacks: Counter[Task] = Counter()
+        self.unsourced_items = 0
         self._lock = threading.Lock()
         # A local server needs no key, but the client refuses none (and would read the
         # environment for one): a placeholder keeps this module free of environment reads.
@@ -108,29 +123,50 @@ class LLMSummarizer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def complete(self, messages: Messages, model: type[Reply]) -> Reply:
-        """One chat completion in JSON mode, validated as `model`; raises `LLMFailure`."""
+    def complete(self, messages: Messages, model: type[Reply], *, reply_tokens: int) -> Reply:
+        """One chat completion in JSON mode of at most `reply_tokens` tokens, validated as
+        `model`; raises `LLMFailure`."""
         try:
             completion = self._client.chat.completions.create(
                 model=self.model, messages=cast("list[ChatCompletionMessageParam]", messages),
-                temperature=self.temperature, response_format={"type": "json_object"},
+                temperature=self.temperature, response_format={"type": "json_object"}, max_tokens=reply_tokens,
             )
         except openai.APITimeoutError as exc:
             raise LLMFailure("timeout", str(exc)) from None
         except openai.OpenAIError as exc:
             raise LLMFailure("http", f"{exc.__class__.__name__}: {exc}") from None
         try:
-            content = completion.choices[0].message.content
+            choice = completion.choices[0]
+            content = choice.message.content
         except (AttributeError, IndexError, TypeError) as exc:
             raise LLMFailure("schema", f"not a chat completion: {exc}") from None
+        if choice.finish_reason == "length":
+            raise LLMFailure("invalid_json", f"the reply was cut at its limit of {reply_tokens} tokens")
         return parse_reply(content, model)
 
-    def _record(self, failure: LLMFailure, what: str) -> None:
+    def _ask(self, task: Task, messages: Messages, model: type[Reply], *, room: int, max_tokens: int) -> Reply:
+        with self._lock:
+            self.calls[task] += 1
+        limit = self.max_reply_tokens or 2 * max_tokens + room
+        return self.complete(messages, model, reply_tokens=limit)
+
+    def _record(self, failure: LLMFailure, task: Task) -> None:
         with self._lock:
             self.failures[failure.kind] += 1
-        log.warning("LLM %s failed (%s); using %s instead", what, failure, self.fallback.name)
+            self.fallbacks[task] += 1
+        log.warning("LLM %s failed (%s); using %s instead", task, failure, self.fallback.name)
         if self.on_failure is not None:
             self.on_failure(failure.kind)
+
+    def stats(self) -> dict[str, Any]:
+        """What the model was asked and how often its reply could not be used, JSON-ready:
+        calls and fallbacks per task (summary, board), failures per kind, and the board items it
+        wrote that no message of their batch backs (kept, with no sources)."""
+        with self._lock:
+            return {"model": self.model,
+                    "calls": {task: self.calls[task] for task in ("summary", "board")},
+                    "fallbacks": {task: self.fallbacks[task] for task in ("summary", "board")},
+                    "failures": dict(self.failures), "unsourced_items": self.unsourced_items}
 
     def summarize(
         self,
@@ -150,7 +186,7 @@ class LLMSummarizer:
         else:
             messages = higher_level_prompt(sources, level=level, max_tokens=max_tokens)
         try:
-            reply = self.complete(messages, SummaryResponse)
+            reply = self._ask("summary", messages, SummaryResponse, room=SUMMARY_REPLY_ROOM, max_tokens=max_tokens)
         except LLMFailure as failure:
             self._record(failure, "summary")
             draft = self.fallback.summarize(sources, level=level, is_master=is_master,
@@ -165,18 +201,33 @@ class LLMSummarizer:
         if not fresh:
             return board
         try:
-            reply = self.complete(board_prompt(board, fresh, max_tokens=max_tokens), BoardResponse)
+            reply = self._ask("board", board_prompt(board, fresh, max_tokens=max_tokens), BoardResponse,
+                              room=BOARD_REPLY_ROOM, max_tokens=max_tokens)
         except LLMFailure as failure:
-            self._record(failure, "board update")
+            self._record(failure, "board")
             return self.fallback.update_board(board, new_messages, max_tokens=max_tokens)
         proposed = reply.model_dump()
-        return board_from_fields(board, fresh, summary=self._fit(reply.summary, max_tokens), proposed=proposed)
+        updated = board_from_fields(board, fresh, summary=self._fit(reply.summary, max_tokens), proposed=proposed)
+        unsourced = _unsourced(board, updated)
+        if unsourced:
+            with self._lock:
+                self.unsourced_items += unsourced
+        return updated
 
     def _fit(self, text: str, max_tokens: int) -> str:
         """`text` within `max_tokens`: a model may overshoot the length it was asked for."""
         if self.counter.count(text) <= max_tokens:
             return text
         return truncate_words(text, max_tokens, self.counter)
+
+
+def _unsourced(previous: Board, board: Board) -> int:
+    """How many items `board` has that `previous` did not and that cite no message."""
+    count = 0
+    for spec in SECTIONS:
+        before = {item.text for item in previous.section(spec.name)}
+        count += sum(1 for item in board.section(spec.name) if not item.sources and item.text not in before)
+    return count
 
 
 def _without_text(sources: Sequence[SourceText], text: str | None) -> list[SourceText]:
