@@ -98,21 +98,28 @@ def create_database(admin_url: str, name: str, embedder) -> str:
     return url
 
 
-def load(url: str, fill, log) -> dict:
-    """Bulk-load with `fill(conn)` (triggers off, no HNSW), then build HNSW, VACUUM ANALYZE, size."""
-    timings = {}
+def load(url: str, fill, log, *, hnsw: str = "after", maintenance_work_mem: str = "1GB",
+         build_workers: int = 2) -> dict:
+    """Bulk-load with `fill(conn)` (triggers off), the HNSW index built after the load (from
+    scratch, `build_workers` parallel maintenance workers) or kept during it (`hnsw="before"`:
+    each row inserted into the graph, as live traffic does); then VACUUM ANALYZE and sizes."""
+    timings = {"hnsw": hnsw}
     with psycopg.connect(url, autocommit=True, options=f"-c search_path={db.SEARCH_PATH.replace(' ', '')}") as conn:
-        conn.execute("drop index memctx.messages_embedding_hnsw")  # rebuilt after the load
         conn.execute("set session_replication_role = replica")
+        conn.execute(f"set maintenance_work_mem = '{maintenance_work_mem}'")
+        conn.execute(f"set max_parallel_maintenance_workers = {int(build_workers)}")
+        if hnsw == "after":
+            conn.execute("drop index memctx.messages_embedding_hnsw")  # rebuilt after the load
         t = time.perf_counter()
         fill(conn)
         timings["load_s"] = round(time.perf_counter() - t, 1)
-        log(f"loaded in {timings['load_s']} s; building HNSW")
-        conn.execute("set maintenance_work_mem = '1GB'")
-        t = time.perf_counter()
-        conn.execute("create index messages_embedding_hnsw on memctx.messages using hnsw (embedding vector_cosine_ops) "
-                     "with (m = 16, ef_construction = 64)")
-        timings["hnsw_build_s"] = round(time.perf_counter() - t, 1)
+        log(f"loaded in {timings['load_s']} s")
+        if hnsw == "after":
+            t = time.perf_counter()
+            conn.execute("create index messages_embedding_hnsw on memctx.messages using hnsw "
+                         "(embedding vector_cosine_ops) with (m = 16, ef_construction = 64)")
+            timings["hnsw_build_s"] = round(time.perf_counter() - t, 1)
+            log(f"HNSW built in {timings['hnsw_build_s']} s")
         t = time.perf_counter()
         conn.execute("vacuum analyze memctx.messages")
         conn.execute("analyze memctx.conversations")
@@ -225,10 +232,14 @@ def main() -> None:
     realistic_args = parser.add_argument_group("realistic shape")
     realistic_args.add_argument("--source", type=Path, default=repo.parent / "shared/bench/locomo/locomo-dev.json",
                                 help="LoCoMo JSON whose turns and questions are recombined")
-    realistic_args.add_argument("--pool", type=int, default=16_384, help="distinct texts embedded (cached)")
+    realistic_args.add_argument("--pool", type=int, default=8_192, help="distinct texts embedded (cached)")
     realistic_args.add_argument("--cache", type=Path, default=Path.home() / ".cache/memctx-bench")
     realistic_args.add_argument("--heavy-messages", type=int, default=100_000)
     realistic_args.add_argument("--long-conversation", type=int, default=5_000)
+    parser.add_argument("--hnsw", choices=("after", "before"), default="after",
+                        help="build the HNSW index after the load, or keep it during the load")
+    parser.add_argument("--maintenance-work-mem", default="1GB", help="for the HNSW build")
+    parser.add_argument("--build-workers", type=int, default=2, help="max_parallel_maintenance_workers")
     args = parser.parse_args()
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     per, convs = args.per_conversation, args.conversations_per_user
@@ -247,7 +258,8 @@ def main() -> None:
     else:
         fill = fill_uniform(users, convs, per, log) if args.shape == "uniform" else fill_realistic(args, embedder, log)
         url = create_database(admin_url, args.database, embedder)
-        loaded = load(url, fill, log)
+        loaded = load(url, fill, log, hnsw=args.hnsw, maintenance_work_mem=args.maintenance_work_mem,
+                      build_workers=args.build_workers)
     log("measuring")
     load_before = os.getloadavg()
     results = measure(url, users, args.queries, np.random.default_rng(1), args.shape, args.source)
