@@ -139,7 +139,7 @@ insert into memctx.summary_boards
 values
   (%(conversation_id)s, %(user_id)s, %(summary)s, %(items)s, %(message_count)s, %(last_seq)s, %(update_frequency)s,
    %(counts)s, 1, now())
-on conflict (conversation_id) do update
+on conflict (conversation_id, user_id) do update
    set current_summary = excluded.current_summary, items = excluded.items,
        message_count = excluded.message_count, last_seq = excluded.last_seq, counts = excluded.counts,
        version = memctx.summary_boards.version + 1, updated_at = now()
@@ -172,7 +172,7 @@ insert into memctx.conversation_summaries
 values
   (%(conversation_id)s, %(user_id)s, %(summary)s, %(key_facts)s, %(entities)s, %(topics)s, %(action_items)s,
    %(pending_questions)s, %(first_seq)s, %(last_seq)s, %(token_count)s, %(embedding)s)
-on conflict (conversation_id) do update
+on conflict (conversation_id, user_id) do update
    set summary = excluded.summary, key_facts = excluded.key_facts, entities = excluded.entities,
        topics = excluded.topics, action_items = excluded.action_items,
        pending_questions = excluded.pending_questions, first_seq = excluded.first_seq,

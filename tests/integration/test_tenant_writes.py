@@ -73,7 +73,7 @@ WRITES = {
         "insert into memctx.summary_boards (conversation_id, user_id) values ('{probe}', '{me}')",
         "insert into memctx.summary_boards (conversation_id, user_id) values ('{probe}', '{me}') on conflict do nothing",
         "insert into memctx.summary_boards (conversation_id, user_id, current_summary) values ('{probe}', '{me}', 'pwned') "
-        "on conflict (conversation_id) do update set current_summary = excluded.current_summary",
+        "on conflict (conversation_id, user_id) do update set current_summary = excluded.current_summary",
         "update memctx.summary_boards set conversation_id = '{probe}' where conversation_id = '{own_conversation}'",
         "update memctx.summary_boards set current_summary = 'pwned' where conversation_id = '{probe}'",
         "delete from memctx.summary_boards where conversation_id = '{probe}'",
@@ -89,7 +89,7 @@ WRITES = {
     "conversation_summaries": [
         "insert into memctx.conversation_summaries (conversation_id, user_id, summary) values ('{probe}', '{me}', 'x')",
         "insert into memctx.conversation_summaries (conversation_id, user_id, summary) values ('{probe}', '{me}', 'x') "
-        "on conflict (conversation_id) do update set summary = 'pwned'",
+        "on conflict (conversation_id, user_id) do update set summary = 'pwned'",
         "update memctx.conversation_summaries set conversation_id = '{probe}' where conversation_id = '{own_conversation}'",
         "update memctx.conversation_summaries set summary = 'pwned' where conversation_id = '{probe}'",
         "delete from memctx.conversation_summaries where conversation_id = '{probe}'",
@@ -168,7 +168,7 @@ def test_a_tenant_still_writes_every_table_of_its_own_conversation(app, database
                      "first_seq, last_seq) values (%s, %s, 1, 'mine', 'message', array[%s::uuid], 1, 1)", (new_conv, b, msg["id"]))
         conn.execute("insert into memctx.summary_boards (conversation_id, user_id) values (%s, %s)", (new_conv, b))
         conn.execute("insert into memctx.summary_boards (conversation_id, user_id, current_summary) values (%s, %s, 'v2') "
-                     "on conflict (conversation_id) do update set current_summary = excluded.current_summary", (conv, b))
+                     "on conflict (conversation_id, user_id) do update set current_summary = excluded.current_summary", (conv, b))
         conn.execute("insert into memctx.working_memory_chunks (conversation_id, user_id, chunk_text) values (%s, %s, 'w')",
                      (new_conv, b))
         conn.execute("insert into memctx.conversation_summaries (conversation_id, user_id, summary) values (%s, %s, 's')",

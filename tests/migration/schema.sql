@@ -773,7 +773,7 @@ ALTER TABLE ONLY memctx.api_keys
 --
 
 ALTER TABLE ONLY memctx.context_requests
-    ADD CONSTRAINT context_requests_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT context_requests_pkey PRIMARY KEY (id, user_id);
 
 
 --
@@ -781,7 +781,7 @@ ALTER TABLE ONLY memctx.context_requests
 --
 
 ALTER TABLE ONLY memctx.conversation_summaries
-    ADD CONSTRAINT conversation_summaries_pkey PRIMARY KEY (conversation_id);
+    ADD CONSTRAINT conversation_summaries_pkey PRIMARY KEY (conversation_id, user_id);
 
 
 --
@@ -793,19 +793,11 @@ ALTER TABLE ONLY memctx.conversations
 
 
 --
--- Name: conversations conversations_id_user_key; Type: CONSTRAINT; Schema: memctx; Owner: -
---
-
-ALTER TABLE ONLY memctx.conversations
-    ADD CONSTRAINT conversations_id_user_key UNIQUE (id, user_id);
-
-
---
 -- Name: conversations conversations_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
 --
 
 ALTER TABLE ONLY memctx.conversations
-    ADD CONSTRAINT conversations_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT conversations_pkey PRIMARY KEY (id, user_id);
 
 
 --
@@ -829,7 +821,7 @@ ALTER TABLE ONLY memctx.idempotency_keys
 --
 
 ALTER TABLE ONLY memctx.messages
-    ADD CONSTRAINT messages_external_id_key UNIQUE (conversation_id, external_id);
+    ADD CONSTRAINT messages_external_id_key UNIQUE (conversation_id, external_id, user_id);
 
 
 --
@@ -837,7 +829,7 @@ ALTER TABLE ONLY memctx.messages
 --
 
 ALTER TABLE ONLY memctx.messages
-    ADD CONSTRAINT messages_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT messages_pkey PRIMARY KEY (id, user_id);
 
 
 --
@@ -845,7 +837,7 @@ ALTER TABLE ONLY memctx.messages
 --
 
 ALTER TABLE ONLY memctx.messages
-    ADD CONSTRAINT messages_seq_key UNIQUE (conversation_id, seq);
+    ADD CONSTRAINT messages_seq_key UNIQUE (conversation_id, seq, user_id);
 
 
 --
@@ -853,7 +845,7 @@ ALTER TABLE ONLY memctx.messages
 --
 
 ALTER TABLE ONLY memctx.outbox
-    ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT outbox_pkey PRIMARY KEY (id, user_id);
 
 
 --
@@ -877,7 +869,7 @@ ALTER TABLE ONLY memctx.search_cache
 --
 
 ALTER TABLE ONLY memctx.summaries
-    ADD CONSTRAINT summaries_id_conversation_key UNIQUE (id, conversation_id);
+    ADD CONSTRAINT summaries_id_conversation_key UNIQUE (id, conversation_id, user_id);
 
 
 --
@@ -885,7 +877,7 @@ ALTER TABLE ONLY memctx.summaries
 --
 
 ALTER TABLE ONLY memctx.summaries
-    ADD CONSTRAINT summaries_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT summaries_pkey PRIMARY KEY (id, user_id);
 
 
 --
@@ -893,7 +885,7 @@ ALTER TABLE ONLY memctx.summaries
 --
 
 ALTER TABLE ONLY memctx.summary_boards
-    ADD CONSTRAINT summary_boards_pkey PRIMARY KEY (conversation_id);
+    ADD CONSTRAINT summary_boards_pkey PRIMARY KEY (conversation_id, user_id);
 
 
 --
@@ -901,7 +893,7 @@ ALTER TABLE ONLY memctx.summary_boards
 --
 
 ALTER TABLE ONLY memctx.working_memory_chunks
-    ADD CONSTRAINT working_memory_chunks_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT working_memory_chunks_pkey PRIMARY KEY (id, user_id);
 
 
 --
@@ -1058,7 +1050,7 @@ CREATE INDEX summaries_live_idx ON memctx.summaries USING btree (conversation_id
 -- Name: summaries_one_live_master_idx; Type: INDEX; Schema: memctx; Owner: -
 --
 
-CREATE UNIQUE INDEX summaries_one_live_master_idx ON memctx.summaries USING btree (conversation_id) WHERE (is_master AND (superseded_at IS NULL));
+CREATE UNIQUE INDEX summaries_one_live_master_idx ON memctx.summaries USING btree (conversation_id, user_id) WHERE (is_master AND (superseded_at IS NULL));
 
 
 --
@@ -1198,7 +1190,7 @@ ALTER TABLE ONLY memctx.summaries
 --
 
 ALTER TABLE ONLY memctx.summaries
-    ADD CONSTRAINT summaries_superseded_by_fkey FOREIGN KEY (superseded_by, conversation_id) REFERENCES memctx.summaries(id, conversation_id) ON DELETE SET NULL (superseded_by);
+    ADD CONSTRAINT summaries_superseded_by_fkey FOREIGN KEY (superseded_by, conversation_id, user_id) REFERENCES memctx.summaries(id, conversation_id, user_id) ON DELETE SET NULL (superseded_by);
 
 
 --
