@@ -12,9 +12,16 @@ No Citus server is needed: the rules are the ones Citus enforces at create_distr
 
 from __future__ import annotations
 
+import uuid
+
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from memctx.migrate import configure_embedding_space, discover, migrate
+from memctx.sql import QUERIES
 
 DISTRIBUTION_COLUMN = "user_id"
 
@@ -165,3 +172,65 @@ def test_the_check_names_each_kind_of_key_that_citus_refuses(catalog):
         "foreign key probe_child_parent_id_id_fkey memctx.probe_child('parent_id', 'id') -> "
         "memctx.probe_parent('id', 'user_id') does not join user_id to user_id",
     ])
+
+
+def test_0012_keeps_existing_rows_and_their_links(admin_url, tmp_path):
+    """0012 on a database with a conversation's messages, summary chain, board and outbox rows:
+    every row is kept, the board upsert finds its new key, and the keys still refuse what they did."""
+    for m in discover():
+        if m.version < 12:
+            (tmp_path / m.path.name).write_text(m.sql)
+    name = f"memctx_citus_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'create database "{name}"')
+    user = uuid.uuid4()
+    try:
+        with psycopg.connect(make_conninfo(admin_url, dbname=name), row_factory=dict_row) as conn:
+            migrate(conn, tmp_path)
+            configure_embedding_space(conn, "test-model", 3)
+            conv, other = (conn.execute("insert into memctx.conversations (user_id) values (%s) returning id",
+                                        (user,)).fetchone()["id"] for _ in range(2))
+            ids = [conn.execute("insert into memctx.messages (conversation_id, user_id, role, text, external_id) "
+                                "values (%s, %s, 'user', %s, %s) returning id", (conv, user, f"turn {i}", f"t{i}")
+                                ).fetchone()["id"] for i in range(3)]
+            summary = ("insert into memctx.summaries (conversation_id, user_id, level, is_master, content, source_kind, "
+                       "source_ids, first_seq, last_seq) values (%s, %s, 1, %s, %s, 'message', %s, 1, 3) returning id")
+            old = conn.execute(summary, (conv, user, False, "old", ids)).fetchone()["id"]
+            new = conn.execute(summary, (conv, user, True, "new", ids)).fetchone()["id"]
+            elsewhere = conn.execute(summary, (other, user, False, "elsewhere", ids)).fetchone()["id"]
+            conn.execute("update memctx.summaries set superseded_by = %s, superseded_at = now() where id = %s", (new, old))
+            conn.execute("insert into memctx.summary_boards (conversation_id, user_id, current_summary) "
+                         "values (%s, %s, 'board')", (conv, user))
+            conn.commit()
+            before = {t: conn.execute(f"select * from memctx.{t} order by 1, 2").fetchall() for t in ROWS}
+            conn.commit()
+
+            (tmp_path / "0012_keys_carry_user_id.sql").write_text(next(m.sql for m in discover() if m.version == 12))
+            assert [m.version for m in migrate(conn, tmp_path)] == [12]
+            assert {t: conn.execute(f"select * from memctx.{t} order by 1, 2").fetchall() for t in ROWS} == before
+            assert [r["seq"] for r in before["outbox"]] == [1, 2, 3]
+
+            upserted = conn.execute(QUERIES["upsert_board"], {
+                "conversation_id": conv, "user_id": user, "summary": "board v2", "items": Jsonb({}),
+                "message_count": 3, "last_seq": 3, "update_frequency": 5, "counts": Jsonb({})})
+            assert upserted.rowcount == 1
+            assert conn.execute("select count(*) as n, max(current_summary) as s from memctx.summary_boards").fetchone() \
+                == {"n": 1, "s": "board v2"}
+            conn.commit()
+            with pytest.raises(psycopg.errors.ForeignKeyViolation):
+                conn.execute("update memctx.summaries set superseded_by = %s where id = %s", (elsewhere, new))
+            conn.rollback()
+            with pytest.raises(psycopg.errors.UniqueViolation):
+                conn.execute("insert into memctx.messages (conversation_id, user_id, role, text, external_id) "
+                             "values (%s, %s, 'user', 'again', 't1')", (conv, user))
+            conn.rollback()
+            conn.execute("delete from memctx.conversations where id = %s", (conv,))
+            assert conn.execute("select count(*) as n from memctx.messages").fetchone()["n"] == 0
+            assert conn.execute("select count(*) as n from memctx.summaries").fetchone()["n"] == 1  # elsewhere's
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+# The tables whose rows test_0012_keeps_existing_rows_and_their_links compares around the migration.
+ROWS = ("conversations", "messages", "summaries", "summary_boards", "outbox")
