@@ -14,9 +14,9 @@ Rules, applied to the new messages in seq order:
   `max_tokens`.
 - key_facts: one per message, from its first key-fact sentence (`detect.is_key_fact`: something
   the speaker did, has or is, with a fact cue; never cheering, thanks, advice or a wish), cut to
-  its fact clause (`detect.fact_clause`), written "Speaker: clause" and weighted by the
-  message's number of key-fact sentences. Deduplicated; over the cap of 30 the lightest go
-  first, oldest first.
+  its fact clause (`detect.fact_clause`), grouped under its speaker (who is named once per
+  group, not on every line) and weighted by the message's number of key-fact sentences.
+  Deduplicated; over the cap of 30 the lightest go first, oldest first.
 - entities: runs of capitalized words ("New York", "University of Michigan"), not a
   sentence-initial common word, not "I", months or weekdays. Classified by the first cue that
   applies: a speaker → people; an organization word (Inc, Corp, University, Bank, Club …) →
@@ -55,7 +55,8 @@ from uuid import UUID
 from memctx.summarize import detect
 from memctx.summarize.ranking import extract_summary
 from memctx.summarize.text import NOT_NAMES, SMALL_TALK, STOPWORDS, Unit, units_of
-from memctx.summarize.types import ENTITY_KINDS, SECTION, SECTIONS, Board, BoardItem, ItemSource, SourceText
+from memctx.summarize.types import (ENTITY_KINDS, SECTION, SECTIONS, Board, BoardItem, ItemSource, SourceText,
+                                    unprefixed)
 from memctx.tokens import TokenCounter
 
 SOURCES_KEPT = 5  # the newest messages an item cites
@@ -143,10 +144,10 @@ def merge_recent(old: Iterable[BoardItem], new: Iterable[BoardItem], cap: int) -
     """`old` then `new`, deduplicated (a repeat moves to the newest position and adds its sources;
     an edited item stays edited); over `cap`, the lightest items go first, oldest first (all
     weights equal: the newest `cap` are kept)."""
-    out: dict[str, BoardItem] = {}
+    out: dict[tuple[str | None, str], BoardItem] = {}
     for item in (*old, *new):
-        key = _key(item.text)
-        if not key:
+        key = (item.group, _key(item.text))
+        if not key[1]:
             continue
         before = out.pop(key, None)
         if before is not None:
@@ -176,8 +177,8 @@ def key_facts_of(units: Sequence[Unit], sources: Sequence[SourceText]) -> list[B
     for unit in units:
         if detect.is_key_fact(unit.text):
             by_message.setdefault(unit.source, []).append(unit)
-    return [replace(_item(replace(found[0], text=detect.fact_clause(found[0].text)), sources), weight=len(found))
-            for found in by_message.values()]
+    return [BoardItem(detect.fact_clause(found[0].text), (ItemSource.of(sources[found[0].source]),), found[0].speaker,
+                      weight=len(found)) for found in by_message.values()]
 
 
 def action_items_of(units: Sequence[Unit], sources: Sequence[SourceText]) -> list[BoardItem]:
@@ -223,8 +224,10 @@ _CORRECTION_WORDS = frozenset("actually no nope sorry meant correction now inste
                               "scratch oops wrong right said".split())
 
 
-def _slots(text: str) -> set[str]:
-    words = {w for w in re.findall(r"[a-z][a-z'-]+|\d[\d,.]*", text.lower().partition(": ")[2] or text.lower())}
+def _slots(item: BoardItem) -> set[str]:
+    """The words of what an item says (who said it left out), a slot standing for its words."""
+    text = unprefixed(item).text
+    words = {w for w in re.findall(r"[a-z][a-z'-]+|\d[\d,.]*", text.lower())}
     return {_SLOTS.get(w, w) for w in words if w not in STOPWORDS and w not in _CORRECTION_WORDS and len(w) > 2}
 
 
@@ -241,10 +244,10 @@ def supersede(old: Mapping[str, Sequence[BoardItem]], new: Mapping[str, Sequence
 
     lists = {"old": {n: list(v) for n, v in old.items()}, "new": {n: list(v) for n, v in new.items()}}
     for correction in [i for section in new.values() for i in section]:
-        if not detect.is_correction(correction.text.partition(": ")[2] or correction.text):
+        if not detect.is_correction(unprefixed(correction).text):
             continue
-        wanted, at = _slots(correction.text), when(correction)
-        candidates = [(len(wanted & _slots(item.text)), side, name, k)
+        wanted, at = _slots(correction), when(correction)
+        candidates = [(len(wanted & _slots(item)), side, name, k)
                       for side, sections in lists.items() for name, section in sections.items()
                       for k, item in enumerate(section)
                       if item.group == correction.group and when(item) < at and _key(item.text) != _key(correction.text)]
@@ -506,12 +509,16 @@ def attribute(text: str, fresh: Sequence[SourceText]) -> tuple[ItemSource, ...]:
 
 
 def _proposed(previous: Board, name: str, lines: Any, fresh: Sequence[SourceText]) -> list[BoardItem]:
-    before = {_key(i.text): i for i in previous.section(name)}
+    """The lines an LLM proposed for a section as items: a line already on the board stays as it
+    is; a new one cites the message it came from, and in a section grouped per person its
+    "Name: " prefix becomes its group."""
+    before = {_key(line): item for line, item in zip(previous.texts(name), previous.section(name))}
+    personal = SECTION[name].grouped_by == "person"
     items = []
     for line in lines if isinstance(lines, (list, tuple)) else []:
         text = str(line).strip()
-        kept = before.get(_key(text))
-        items.append(kept or BoardItem(text, attribute(text, fresh), _asker(BoardItem(text))))
+        item = before.get(_key(text)) or BoardItem(text, attribute(text, fresh), _asker(BoardItem(text)))
+        items.append(unprefixed(item) if personal else item)
     return items
 
 

@@ -75,12 +75,13 @@ _EVENT = re.compile(
     r"told|heard|kept|spent|read|own|was|were|'ve\s+\w+)\b|\bmy\s+\w+(?:\s+\w+){0,3}\s+(?:is|are|was|were|has|had|just|got)\b",
     re.IGNORECASE,
 )
-# Opinions, feelings, wishes and advice: true of the moment, rarely a fact to keep.
+# Opinions, feelings, wishes, goals, likenesses and advice: true of the moment, rarely a fact to keep.
 _NOT_FACT = re.compile(
     r"\b(?:so|really|super|pretty)\s+(?:cool|awesome|amazing|great|inspiring|fun|exciting|tough)\b|"
     r"\b(?:is|was|looks?)\s+(?:so\s+)?(?:cool|awesome|amazing|inspiring)\b|\bI'm\s+sure\b|\bfan\b|"
     r"\bfeels?\s+like\b|\bit's\s+like\b|\bmy\s+dream\s+is\b|\bI'm\s+trying\s+to\b|\b(?:I|we)\s+(?:hope|wish|want)\b|"
-    r"^\s*(?:gotta|don't|do\s+not|remember|keep|just|believe|stay|let's|never|always)\b",
+    r"^\s*(?:gotta|don't|do\s+not|remember|keep|just|believe|stay|let's|never|always)\b|"
+    r"\b(?:is|are)\s+like\s+(?:a|an|my|the)\b|\bfavou?rite\s+part\b|\bmy\s+(?:main\s+)?goal\s+is\b|\bmain\s+focus\b",
     re.IGNORECASE,
 )
 
@@ -106,22 +107,34 @@ def is_key_fact(sentence: str) -> bool:
 
 
 _CLAUSE = re.compile(r"\s+[-–—]+\s+|[-–—]{2}\s*|;\s+|,\s+(?:but|and|so|which|because|since|though|although|while|where)\s+")
+# What the speaker thought of it, after the fact: "…, and it was really special!".
+_VERDICT = re.compile(r"(?:,\s*|\s+and\s+)(?:it|that|this)(?:'s|\s+(?:is|was|felt|made))\s.*$", re.IGNORECASE)
 _OPENING = re.compile(
     r"^(?:(?:yeah|yes|yep|wow|oh|aww|hey|hi|thanks|thank\s+you|sure|definitely|totally|absolutely|well|so|ok|okay|"
     r"haha|lol|omg|cool|awesome|great|nice|no|nope|ah|um|btw|by\s+the\s+way|anyway|anyways|honestly|also|and|but|"
-    r"speaking\s+of\s+[\w\s]+?)[\s,!.]+(?:[A-Z][a-z]+[,!.]\s+)?)+",
+    r"yup|plus|unfortunately|fortunately|luckily|sadly|thankfully|best\s+of\s+all|guess\s+what|on\s+(?:another|a\s+"
+    r"(?:different|related|brighter|positive)|that)\s+note|since\s+(?:we|I)\s+last\s+(?:spoke|talked)|speaking\s+of\s+"
+    r"[\w\s]+?)[\s,!.:–—-]+(?:[A-Z][a-z]+[,!.]\s+)?)+",
     re.IGNORECASE,
 )
+# A message's news-telling lead-in: "(Haven't talked in a while, but) wanted to let you know I …".
+_NEWS = re.compile(r"^[^.!?]*?\b(?:wanted|want|had)\s+to\s+(?:let\s+you\s+know|tell\s+you|share)\s+(?:that\s+)?"
+                   r"(?=(?:I|my|we|our)\b)", re.IGNORECASE)
 
 
 def fact_clause(sentence: str) -> str:
-    """The part of a key-fact sentence that states the fact: its opening interjections ("Yeah,
-    Jon, …") dropped, and of its clauses the first that is a key fact by itself."""
-    body = _OPENING.sub("", _norm(sentence)).strip() or sentence.strip()
+    """The part of a key-fact sentence that states the fact: its opening interjections and
+    asides ("Yeah, Jon, …", "Unfortunately, …", "wanted to let you know …") dropped, of its
+    clauses the first that is a key fact by itself, and a verdict after it ("…, and it was so
+    special") dropped when what is left is still a fact. A board line, not a sentence: no closing
+    full stop or exclamation mark."""
+    body = _OPENING.sub("", _NEWS.sub("", _norm(sentence))).strip() or sentence.strip()
     parts = [p.strip(" ,") for p in _CLAUSE.split(body) if p.strip(" ,")]
     best = next((p for p in parts if is_key_fact(p)), body)
+    short = _VERDICT.sub("", best)
+    best = short if short != best and is_key_fact(short) else best
     best = best[:1].upper() + best[1:]
-    return best if best.endswith((".", "!", "?", '"')) else best + "."
+    return best.rstrip(" .!") or best
 
 
 # Action items --------------------------------------------------------------------------------

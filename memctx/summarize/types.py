@@ -7,7 +7,7 @@ trip), and the `Summarizer` protocol. No logic beyond construction and serializa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, Mapping, Protocol, Sequence
 from uuid import UUID
@@ -91,7 +91,8 @@ class Section:
     read; adding a section is one entry here plus the rule or prompt that fills it.
 
     `cap` bounds the list (per kind when `grouped_by` is "kind"); `grouped_by` is how the JSON
-    view groups it ("person": the speaker an item came from; "kind": an entity's kind); `kept`
+    view groups it ("person": the speaker an item came from, named once per group and not in the
+    items' text; "kind": an entity's kind); `kept`
     items survive every update (only the cap drops the oldest); `prompt` tells the LLM what
     belongs in it.
     """
@@ -226,6 +227,9 @@ class Board:
         return tuple(self.items.get(SECTION[name].name, ()))
 
     def texts(self, name: str) -> list[str]:
+        """A section's lines, each on its own: items grouped per person say who ("Name: fact")."""
+        if SECTION[name].grouped_by == "person":
+            return [person_line(item) for item in self.section(name)]
         return [item.text for item in self.section(name)]
 
     def __getattr__(self, name: str) -> Any:
@@ -241,7 +245,7 @@ class Board:
         """A plain dict for storage; `from_json(to_json())` gives back an equal board."""
         return {
             "summary": self.summary,
-            "items": {s.name: [i.to_json() for i in self.section(s.name)] for s in SECTIONS},
+            "items": {s.name: [_stored(i, s) for i in self.section(s.name)] for s in SECTIONS},
             "message_count": self.message_count,
             "last_seq": self.last_seq,
             "counts": {"entities": dict(self.entity_counts), "topics": dict(self.topic_counts)},
@@ -282,6 +286,7 @@ class Board:
             counts = {}
         items = {s.name: _items(_legacy_entities(raw_items.get(s.name)) if s.name == "entities"
                                 else raw_items.get(s.name)) for s in SECTIONS}
+        items.update({s.name: tuple(map(unprefixed, items[s.name])) for s in SECTIONS if s.grouped_by == "person"})
         return cls(
             summary=str(data.get("summary") or ""),
             items=items,
@@ -290,6 +295,34 @@ class Board:
             entity_counts=_int_map(counts.get("entities")),
             topic_counts=_int_map(counts.get("topics")),
         )
+
+
+def person_line(item: BoardItem) -> str:
+    """An item of a section grouped per person as a line of its own: "Name: text" (as it is when
+    its text already says who, as a person's edit may)."""
+    if not item.group or item.text.startswith(f"{item.group}: "):
+        return item.text
+    return f"{item.group}: {item.text}"
+
+
+def unprefixed(item: BoardItem) -> BoardItem:
+    """An item of a section grouped per person with its person in `group`, not in its text: items
+    stored as "Name: fact" (before facts were grouped, or written so by an LLM or a person) lose
+    the prefix, which becomes the group if there was none."""
+    head, sep, rest = item.text.partition(": ")
+    if not sep or not rest.strip() or len(head) > 60 or (item.group and head != item.group):
+        return item
+    return replace(item, text=rest.strip(), group=item.group or head)
+
+
+def _stored(item: BoardItem, spec: Section) -> dict[str, Any]:
+    """An item as stored: in a section grouped per person its text says who ("Name: fact"), as the
+    readers of the stored lines (the working context's query, older boards) expect; `from_json`
+    takes the name back out into the group."""
+    data = item.to_json()
+    if spec.grouped_by == "person":
+        data["text"] = person_line(item)
+    return data
 
 
 def _shown(item: BoardItem) -> dict[str, Any]:

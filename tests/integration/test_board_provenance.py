@@ -43,7 +43,7 @@ def test_board_items_cite_their_messages_and_the_cli_prints_them(app, database_u
     out = CliRunner().invoke(cli, ["board", "walks", "--json"])
     assert out.exit_code == 0, out.output
     view = json.loads(out.stdout)
-    assert view["key_facts"]["Ana"][0] == {"text": "Ana: I adopted a dog named Max in May.",
+    assert view["key_facts"]["Ana"][0] == {"text": "I adopted a dog named Max in May",
                                            "sources": [{"id": ids["t1"], "external_id": "t1"}]}
     action = view["action_items"][0]
     assert action["text"].endswith("I'll send you the vet's address on Monday.")
@@ -67,7 +67,9 @@ def test_an_edit_keeps_the_sources_and_marks_the_item(app, database_url, monkeyp
     out = CliRunner().invoke(cli, ["edit-board", "walks", "key_facts", "0", "Ana: adopted Max, a border collie"])
     assert out.exit_code == 0, out.output
     after = get_board(app, USER, conv.id).section("key_facts")[0]
-    assert (after.text, after.edited, after.sources) == ("Ana: adopted Max, a border collie", True, before.sources)
+    # Facts are grouped per person: the name typed before the fact is its group, not its text.
+    assert (after.text, after.group, after.edited, after.sources) == ("adopted Max, a border collie", "Ana", True,
+                                                                      before.sources)
     assert json.loads(CliRunner().invoke(cli, ["board", "walks", "--json"]).stdout)["key_facts"]["Ana"][0]["edited"]
     # The next update keeps the edit.
     app.store.append_messages(USER, conv.id, [NewMessage.build("assistant", "Noted.", metadata={"speaker": "Bo"})])
@@ -89,3 +91,4 @@ def test_the_context_shows_only_the_corrected_preference(app):
     after = wc.text.split("Constraints and preferences to respect:\n")[1].splitlines()
     rules = [line for line in after[:next((i for i, x in enumerate(after) if not x.startswith("- ")), len(after))]]
     assert rules == ["- Ana: Please don't book evening slots.", "- Ana: Actually, I prefer evening walks now."]
+    assert "- Ana: I adopted a dog named Max in May\n" in wc.text  # a fact says who, though the board groups it

@@ -60,12 +60,37 @@ def test_key_facts_are_fact_statements_deduplicated_and_capped() -> None:
         ("Melanie", "We just did it yesterday! [image: a photo of two children on a cliff]"),
         ("Caroline", "I work at Acme Corp as a designer."),
     ]))
-    assert board.key_facts == ["Caroline: I live in Denver with my 2 dogs.",
-                               "Caroline: I work at Acme Corp as a designer."]  # repeat moved to newest
+    assert board.key_facts == ["Caroline: I live in Denver with my 2 dogs",
+                               "Caroline: I work at Acme Corp as a designer"]  # repeat moved to newest
     many = conversation(10, [("Tim", f"I ran {k} miles in Boston on day {k}.") for k in range(40)])
     board = update(board, *many)
     assert len(board.key_facts) == KEY_FACTS_CAP
-    assert board.key_facts[-1] == "Tim: I ran 39 miles in Boston on day 39."
+    assert board.key_facts[-1] == "Tim: I ran 39 miles in Boston on day 39"
+
+
+def test_key_facts_name_their_person_once_per_group() -> None:
+    board = update(Board.empty(), *conversation(1, [
+        ("Caroline", "I moved to Lisbon in 2021."), ("Melanie", "I moved to Lisbon in 2021."),
+        ("Caroline", "I adopted a dog named Max in May.")]))
+    facts = board.section("key_facts")
+    # The same words from two people are two facts; the text leaves the person to the group.
+    assert [(f.group, f.text) for f in facts] == [("Caroline", "I moved to Lisbon in 2021"),
+                                                  ("Melanie", "I moved to Lisbon in 2021"),
+                                                  ("Caroline", "I adopted a dog named Max in May")]
+    assert [i["text"] for i in board.view_json()["key_facts"]["Caroline"]] == ["I moved to Lisbon in 2021",
+                                                                             "I adopted a dog named Max in May"]
+    assert board.texts_json()["key_facts"][1] == "Melanie: I moved to Lisbon in 2021"  # said on its own: who
+    # Stored, each line says who (what the working context reads), and reads back grouped.
+    assert board.to_json()["items"]["key_facts"][0]["text"] == "Caroline: I moved to Lisbon in 2021"
+    assert Board.from_json(board.to_json()) == board
+    # A board stored before facts were grouped reads as grouped, and is not repeated by a later update.
+    old = Board.from_json({"items": {"key_facts": ["Caroline: I moved to Lisbon in 2021.",
+                                                   {"text": "Melanie: I moved to Lisbon in 2021",
+                                                    "group": "Melanie"}]}, "last_seq": 2})
+    assert [(f.group, f.text) for f in old.section("key_facts")] == [
+        ("Caroline", "I moved to Lisbon in 2021."), ("Melanie", "I moved to Lisbon in 2021")]
+    later = update(old, msg(3, "Melanie", "I moved to Lisbon in 2021."))
+    assert later.key_facts == ["Caroline: I moved to Lisbon in 2021.", "Melanie: I moved to Lisbon in 2021"]
 
 
 def test_entities_are_classified_by_transparent_cues_and_ordered_by_mentions() -> None:
@@ -185,6 +210,7 @@ def test_board_from_fields_holds_a_proposed_board_to_the_invariants() -> None:
     )
     assert proposed.summary == "Melanie said Jenna visited Denver."
     assert proposed.key_facts == ["Melanie: Jenna visited Denver."]
+    assert [(f.group, f.text) for f in proposed.section("key_facts")] == [("Melanie", "Jenna visited Denver.")]
     assert proposed.entities["people"] == ["Jenna"] and proposed.entities["places"] == ["Denver"]
     assert proposed.entity_counts == {"Jenna": 2, "Denver": 1}
     # The proposal forgot the old constraint: it is kept anyway.

@@ -70,8 +70,28 @@ def test_what_the_speaker_did_or_has_is_a_key_fact(sentence):
     assert detect.is_key_fact(sentence)
 
 
-def test_the_fact_clause_drops_openers_and_keeps_the_clause_with_the_fact():
-    assert detect.fact_clause("Yeah, Jon! I visited Paris in May - it was so cool.") == "I visited Paris in May."
+@pytest.mark.parametrize("sentence,clause", [
+    ("Yeah, Jon! I visited Paris in May - it was so cool.", "I visited Paris in May"),
+    ("Unfortunately, I also lost my job at the bakery this month.", "I also lost my job at the bakery this month"),
+    ("Hey, it's been ages, but wanted to let you know I joined a choir!", "I joined a choir"),
+    ("Last Friday I went to a pottery workshop and it was really relaxing.", "Last Friday I went to a pottery workshop"),
+    ("I moved to Oslo in May, which was a big step.", "I moved to Oslo in May"),
+    ("Guess what - I got a puppy two weeks ago!", "I got a puppy two weeks ago"),
+])
+def test_the_fact_clause_drops_openers_asides_and_verdicts_and_keeps_the_fact(sentence, clause):
+    assert detect.fact_clause(sentence) == clause
+
+
+def test_a_verdict_stays_when_nothing_else_is_a_fact():
+    assert detect.fact_clause("My trip to Rome in 2019 was amazing.") == "My trip to Rome in 2019 was amazing"
+
+
+@pytest.mark.parametrize("sentence", [
+    "My team is like my second family.", "My goal is to get 200 people to sign the petition.",
+    "Seeing my students perform in 2022 was my favorite part.",
+])
+def test_similes_goals_and_favourite_parts_are_not_key_facts(sentence):
+    assert not detect.is_key_fact(sentence)
 
 
 @pytest.mark.parametrize("sentence,asks", [
