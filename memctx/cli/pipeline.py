@@ -143,7 +143,7 @@ def register(app: typer.Typer) -> None:
             for index, item in enumerate(board.section(spec.name)):
                 cited = ", ".join(s.external_id or str(s.id)[:8] for s in item.sources)
                 mark = " (edited)" if item.edited else ""
-                group = f"{item.group}: " if spec.grouped_by == "kind" else ""
+                group = f"{item.group}: " if spec.grouped_by and item.group else ""
                 out.print(escape(f"  {index}. {group}{item.text}{mark}  [{cited}]"), highlight=False)
 
     @app.command("edit-board")

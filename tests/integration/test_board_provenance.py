@@ -57,6 +57,7 @@ def test_board_items_cite_their_messages_and_the_cli_prints_them(app, database_u
                                                         "Ana: Actually, I prefer evening walks now."]
     listing = CliRunner().invoke(cli, ["board", "walks"])
     assert listing.exit_code == 0 and "[t6]" in listing.stdout and "Key facts" in listing.stdout
+    assert "0. Ana: I adopted a dog named Max in May  [t1]" in listing.stdout  # the fact's person, once
 
 
 def test_an_edit_keeps_the_sources_and_marks_the_item(app, database_url, monkeypatch, tmp_path):
