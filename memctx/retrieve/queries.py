@@ -1,11 +1,12 @@
-"""The two memory-search queries, composed once from the named blocks of `memctx/sql/retrieve.sql`.
+"""The memory-search queries, composed once from the named blocks of `memctx/sql/retrieve.sql`.
 
-Owns: filling the templates `search_conversation` and `search_user` with the blocks both share
-(`search_scope`, `search_message_lists`, `search_hits`, `search_message_rows`: the scope and its
-time range, the dense and full-text lists, the hits and their neighbours, the rows returned) and
-with the per-signal SQL generated from `SIGNALS` (each candidate list's rows, the hits' rank
-columns). The result is two constant SQL strings, built at
-import: still one round trip per search, EXPLAIN-able as printed. Runs nothing.
+Owns: filling the templates `search_conversation` and `search_user`, for each plan of `PLANS`,
+with the blocks they share (`search_scope`, the dense and full-text blocks of the plan,
+`search_hits`, `search_message_rows`: the scope and its time range, the relevance lists, the
+hits and their neighbours, the rows returned) and with the per-signal SQL generated from
+`SIGNALS` (each candidate list's rows, the hits' rank columns). The result is constant SQL
+strings, built at import: still one round trip per search, EXPLAIN-able as printed. Runs
+nothing; `memctx.retrieve.search` chooses the plan.
 """
 
 from __future__ import annotations
@@ -18,6 +19,12 @@ from memctx.retrieve.signals import SIGNALS, Signal
 from memctx.sql import QUERIES
 
 SEARCHES = ("search_conversation", "search_user")
+# A plan: the blocks that produce the dense list's turns and the full-text list.
+PLANS = {
+    "exact": ("search_dense_exact", "search_lexical_exact"),  # every turn of the scope
+    "bounded": ("search_dense_exact", "search_lexical_bounded"),  # exact dense, full text from the matches
+    "index": ("search_dense_index", "search_lexical_bounded"),  # dense from HNSW, rescored
+}
 
 
 def _join(parts, sep: str = ",\n         ") -> sql.Composed:
@@ -47,14 +54,17 @@ def signal_sql(signals: Sequence[Signal]) -> dict[str, sql.Composable]:
     }
 
 
-def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES) -> str:
-    """The SQL text of search query `name` for `signals`."""
+def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, plan: str = "exact") -> str:
+    """The SQL text of search query `name` for `signals` under `plan` (a key of PLANS)."""
     generated = signal_sql(signals)
+    dense_turns, lexical = PLANS[plan]
     hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
-    return sql.SQL(queries[name]).format(scope=_block(queries, "search_scope"),
-                                         message_lists=_block(queries, "search_message_lists"), hits=hits,
-                                         message_rows=rows, summary_ranks=generated["summary_ranks"]).as_string()
+    return sql.SQL(queries[name]).format(
+        scope=_block(queries, "search_scope"), dense_turns=_block(queries, dense_turns),
+        dense=_block(queries, "search_dense_rank"), terms=_block(queries, "search_lexical_terms"),
+        lexical=_block(queries, lexical), hits=hits, message_rows=rows,
+        summary_ranks=generated["summary_ranks"]).as_string()
 
 
-SEARCH_QUERIES = {name: compose(name) for name in SEARCHES}
+SEARCH_QUERIES = {(name, plan): compose(name, plan=plan) for name in SEARCHES for plan in PLANS}

@@ -1,7 +1,9 @@
 """Memory search: hybrid retrieval over a conversation or all of a user's memory.
 
-Owns: `MemorySearch.search` — embed the query, fetch dense / full-text / recency candidates
-and their neighbours in one SQL round trip (`search_conversation` or `search_user`), fuse them
+Owns: `MemorySearch.search` — embed the query, choose the plan from the scope's size (exact
+scans, or past them: HNSW and GIN-selected matches; `choose_plan`), fetch dense / full-text /
+recency candidates and their neighbours in one SQL round trip (`search_conversation` or
+`search_user`), fuse them
 by weighted RRF, apply the similarity threshold, attach each hit's paired turn (and optional
 temporal neighbours), rerank, and return `Memory` objects. It does not budget tokens or format
 context (`memctx.assemble` does).
@@ -59,6 +61,16 @@ class SearchOptions:
     neighbours: int = 0  # extra turns either side of a hit (temporal neighbours)
     speaker_boost: float = 0.0  # relative bonus when the hit's speaker is named in the query
     smooth: float = 0.0  # weight of the neighbours' mean score in both relevance lists
+    # Past the exact scan (docs/RETRIEVAL.md): a scope of more than exact_limit messages reads its
+    # full-text list from the matches only (at most k_match per term), and its dense list from
+    # HNSW (the k_pool nearest turns, at least k_dense, rescored exactly with their neighbours)
+    # when that visits fewer tuples than the exact scan would read rows; hnsw.max_scan_tuples
+    # bounds the index scan. A pool of 3 × 50 gave a smoothed dense recall@50 of 0.995 against
+    # the exact scan in tests/integration/test_retrieve_scale.py, 2 × 50 0.93-0.97.
+    exact_limit: int = 2000
+    k_match: int = 5000
+    k_pool: int = 300
+    max_scan_tuples: int = 20000
 
     @classmethod
     def from_settings(cls, settings: Any) -> "SearchOptions":
@@ -102,14 +114,21 @@ class MemorySearch:
               time_range: TimeRange | None, opts: SearchOptions) -> list[dict[str, Any]]:
         """The candidate rows of one round trip (hits and their neighbours, in order)."""
         since, until = time_range or (None, None)
+        k_pool = pool_size(opts)
         params = {"user_id": user, "conversation_id": conversation, "query_vec": vec, "tsquery": analysis.tsquery,
                   "terms": list(analysis.terms), "since": since, "until": until, "k_dense": opts.k_dense, "k_lexical": opts.k_lexical,
-                  "k_recent": opts.k_recent, "smooth": opts.smooth, "window": max(1 if opts.pair else 0, opts.neighbours)}
+                  "k_recent": opts.k_recent, "smooth": opts.smooth, "window": max(1 if opts.pair else 0, opts.neighbours),
+                  "k_pool": k_pool, "k_match": opts.k_match, "ef_search": min(k_pool, 1000),
+                  "max_scan_tuples": opts.max_scan_tuples}
         name = "search_conversation" if conversation else "search_user"
         with self.pool.connection() as conn:
+            # Both statements share the transaction: the first sets the HNSW settings for the second.
+            inputs = conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
+            params["scope_size"] = inputs["scope_size"]
+            plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts)
             # Not prepared: Postgres' generic plan of this query is ~3x slower than a custom
             # one (it cannot see the conversation's size); planning costs < 1 ms.
-            return conn.execute(SEARCH_QUERIES[name], params, prepare=False).fetchall()
+            return conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=False).fetchall()
 
     def speakers(self, user: UUID, conversation: UUID | None) -> tuple[str, ...]:
         """The speaker names of the conversation, or of all of the user's conversations (cached;
@@ -123,6 +142,32 @@ class MemorySearch:
             if len(self._speakers) > 1024:
                 self._speakers.popitem(last=False)
         return self._speakers[key]
+
+
+# What one tuple visited by a filtered HNSW scan costs, in rows of the exact scan (index
+# traversal plus a heap fetch to test the filter, against one cosine over an in-row vector).
+INDEX_VISIT_COST = 4.0
+
+
+def pool_size(opts: SearchOptions) -> int:
+    """Turns taken from the HNSW index before exact rescoring."""
+    return max(opts.k_dense, opts.k_pool)
+
+
+def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions) -> str:
+    """The plan (a key of `memctx.retrieve.queries.PLANS`) for a scope of `scope_size` messages
+    in a table of about `table_rows` (0 when never analyzed).
+
+    Exact up to `exact_limit`. Past it, a filtered index scan finds the pool after visiting about
+    pool / share tuples (share: the scope's share of the table); it is used when that costs less
+    than reading the scope and fits in `max_scan_tuples`.
+    """
+    if scope_size <= opts.exact_limit:
+        return "exact"
+    visits = pool_size(opts) * max(table_rows, scope_size) / scope_size
+    if visits <= opts.max_scan_tuples / 2 and visits * INDEX_VISIT_COST < scope_size:
+        return "index"
+    return "bounded"
 
 
 def score_hit(row: Mapping[str, Any], analysis: QueryAnalysis, opts: SearchOptions, threshold: float) -> float | None:

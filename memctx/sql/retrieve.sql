@@ -1,16 +1,25 @@
 -- Memory search and context assembly: candidate generation in one round trip per retrieval.
 --
--- Dense candidates are exact scans over a btree-selected subset (one conversation, one user):
--- ordering by `(embedding <=> q) + 0` is an expression the HNSW index cannot serve, so the
--- planner never trades the exact top-k for an index scan that returns at most ef_search rows
--- before the filter (the prepared-statement pitfall of PERFORMANCE-NOTES.md). HNSW is used only
--- by `search_global_dense`, which has no filter.
+-- Two plans for the relevance lists, chosen per query by memctx/retrieve/search.py from the
+-- known size of the scope (conversations.message_count):
+-- * exact, up to MemorySearch's exact_limit turns (every LoCoMo conversation): dense candidates
+--   are exact scans over a btree-selected subset (one conversation, one user), BM25 counts over
+--   every turn. Ordering by an expression (the smoothed score) that the HNSW index cannot serve,
+--   the planner never trades the exact top-k for an index scan that returns at most ef_search
+--   rows before the filter (the prepared-statement pitfall of PERFORMANCE-NOTES.md).
+-- * past it: dense candidates from an iterative HNSW scan under the scope's filter, rescored
+--   exactly with their neighbours, with the exact scan as a fallback when the index comes back
+--   short (`search_dense_index`); BM25 over the GIN-selected matches only
+--   (`search_lexical_bounded`). The dense list stays exact when the scope is so small a share of
+--   the table that the filtered index scan would visit too many other users' rows.
+-- `search_global_dense` uses HNSW without a filter.
 --
 -- The two search queries are templates: memctx/retrieve/queries.py fills their placeholders in
--- braces once, at import, with the shared blocks below (`search_scope`, `search_message_lists`,
--- `search_hits`, `search_message_rows`) and with the per-signal columns it generates from the list of
--- retrieval signals (memctx/retrieve/signals.py). A signal is a CTE of both queries named after
--- the signal's `cte`, with columns (id, rank): 1-based rank, best first, within its top k.
+-- braces once, at import, for each plan, with the shared blocks below (`search_scope`, the
+-- `search_dense_*` and `search_lexical_*` blocks, `search_hits`, `search_message_rows`) and
+-- with the per-signal columns it generates from the list of retrieval signals
+-- (memctx/retrieve/signals.py). A signal is a CTE of both queries named after the signal's
+-- `cte`, with columns (id, rank): 1-based rank, best first, within its top k.
 -- Braces are reserved for placeholders in these blocks, comments included.
 --
 -- Parameters shared by the search blocks:
@@ -19,6 +28,8 @@
 --   tsquery    text     an OR query of sanitized terms for to_tsquery('english', …); '' = none
 --   since/until         optional created_at range [since, until)
 --   k_dense, k_lexical, k_recent, window
+--   past the exact scan: k_pool (turns taken from the HNSW index), k_match (matches read per
+--   term), scope_size (messages in the scope)
 --
 -- A message without searchable text (text = '': thinking only, an image without caption) is
 -- never a candidate: it has no embedding (migration 0005) and no lexemes, and recency alone
@@ -46,13 +57,16 @@ hits as (
     from ({candidates}) c
    group by c.id
 ), hit_rows as (
-  select m.conversation_id, m.seq from hits join memctx.messages m on m.id = hits.id
+  -- lookups per hit (`offset 0` keeps the planner from joining a guessed number of hits to a
+  -- scan of the table)
+  select m.conversation_id, m.seq
+    from hits cross join lateral (select m.conversation_id, m.seq from memctx.messages m where m.id = hits.id offset 0) m
 ), wanted as (
   select distinct m.id
     from hit_rows h
-    join memctx.messages m
-      on m.conversation_id = h.conversation_id
-     and m.seq between h.seq - %(window)s and h.seq + %(window)s
+   cross join lateral (select m.id from memctx.messages m
+                        where m.conversation_id = h.conversation_id
+                          and m.seq between h.seq - %(window)s and h.seq + %(window)s offset 0) m
 )
 
 -- name: search_message_rows
@@ -63,33 +77,92 @@ select 'message'::text as kind, m.id, m.conversation_id, m.seq, m.seq as first_s
        1 - (m.embedding <=> %(query_vec)s::vector) as similarity,
        {hit_ranks}, hits.id is not null as is_hit
   from wanted w
-  join memctx.messages m on m.id = w.id
+ cross join lateral (select m.* from memctx.messages m where m.id = w.id offset 0) m
   left join hits on hits.id = w.id
 
--- name: search_message_lists
--- (Shared block.) The relevance lists over the scope's messages: dense top-k and full-text
--- (BM25) top-k, each with its rank. Both are smoothed over neighbouring turns of the same
--- conversation: a turn inside a relevant stretch of conversation ranks above an isolated
--- look-alike (smooth = 0 turns this off).
-turns as (
-  select m.id, m.conversation_id, m.seq, length(m.tsv) as len, m.tsv,
+-- name: search_dense_exact
+-- (Shared block.) The dense list's turns, exact: every message of the scope with its cosine
+-- similarity (null without searchable text), all eligible (near = 0).
+dense_turns as (
+  select m.id, m.conversation_id, m.seq, 0 as near,
          case when m.embedding is not null and m.text <> '' then 1 - (m.embedding <=> %(query_vec)s::vector) end as sim
     from scope m
-), dense as (
+)
+
+-- name: search_dense_index
+-- (Shared block.) The dense list's turns past the exact scan, for a scope too large to scan
+-- per query: the k_pool nearest turns through the HNSW index under the scope's filter
+-- (search.py sets hnsw.iterative_scan = relaxed_order and ef_search for the transaction), each
+-- with its ±2 neighbours so that the smoothed score of every turn within ±1 of the pool is
+-- exact; `near` is that distance. Never short: when the index yields fewer than k_pool turns
+-- (iterative scan off, max_scan_tuples reached, a plan prepared before ANALYZE that stops at
+-- ef_search), the pool comes from the exact scan instead (a one-time filter: only one branch runs).
+dense_index as materialized (
+  select m.id, m.conversation_id, m.seq
+    from scope m
+   where m.embedding is not null and m.text <> ''
+   order by m.embedding <=> %(query_vec)s::vector
+   limit %(k_pool)s
+), dense_pool as (
+  select p.id, p.conversation_id, p.seq
+    from dense_index p
+   where (select count(*) from dense_index) >= %(k_pool)s
+  union all
+  select e.id, e.conversation_id, e.seq
+    from (select m.id, m.conversation_id, m.seq
+            from scope m
+           where m.embedding is not null and m.text <> ''
+           order by (m.embedding <=> %(query_vec)s::vector) + 0
+           limit %(k_pool)s) e
+   where (select count(*) from dense_index) < %(k_pool)s
+), dense_near as (
+  -- `offset 0` keeps each lateral a lookup per row (one index range per pool turn): pulled up,
+  -- the planner, which cannot estimate the pool, joined it to a scan of the whole scope
+  select m.id, min(abs(m.seq - p.seq)) as near
+    from dense_pool p
+   cross join lateral (select m.id, m.seq from scope m
+                        where m.conversation_id = p.conversation_id and m.seq between p.seq - 2 and p.seq + 2
+                       offset 0) m
+   group by m.id
+), dense_turns as (
+  select m.id, m.conversation_id, m.seq, n.near, m.sim
+    from dense_near n
+   cross join lateral (
+     select m.id, m.conversation_id, m.seq,
+            case when m.embedding is not null and m.text <> '' then 1 - (m.embedding <=> %(query_vec)s::vector) end as sim
+       from memctx.messages m where m.id = n.id offset 0) m
+)
+
+-- name: search_dense_rank
+-- (Shared block.) The dense list from dense_turns: similarity smoothed over the neighbouring
+-- turns of the same conversation (a turn inside a relevant stretch of conversation ranks above
+-- an isolated look-alike; smooth = 0 turns this off), top k_dense.
+dense as (
   select x.id, row_number() over (order by x.score desc, x.seq desc) as rank
-    from (select t.id, t.seq,
+    from (select t.id, t.seq, t.near,
                  t.sim + %(smooth)s::float8 * (coalesce(lag(t.sim) over w, 0) + coalesce(lead(t.sim) over w, 0)) / 2
                    as score
-            from turns t window w as (partition by t.conversation_id order by t.seq)) x
-   where x.score is not null
+            from dense_turns t window w as (partition by t.conversation_id order by t.seq)) x
+   where x.score is not null and x.near <= 1
    order by x.score desc, x.seq desc
    limit %(k_dense)s
-), terms as (
-  -- BM25 with binary term frequency: rare words weigh more than common ones (ts_rank_cd
-  -- weighs every query word alike), longer turns are damped.
+)
+
+-- name: search_lexical_terms
+-- (Shared block.) The query's terms, one tsquery each. BM25 with binary term frequency: rare
+-- words weigh more than common ones (ts_rank_cd weighs every query word alike), longer turns
+-- are damped.
+terms as (
   select distinct x.q
     from unnest(%(terms)s::text[]) as t(word), lateral (select to_tsquery('english', t.word) as q) x
    where numnode(x.q) > 0
+)
+
+-- name: search_lexical_exact
+-- (Shared block.) The full-text list, exact: BM25 with each term's idf and the mean length
+-- counted over the whole scope in this query, smoothed over neighbours like the dense list.
+turns as (
+  select m.id, m.conversation_id, m.seq, length(m.tsv) as len, m.tsv from scope m
 ), stats as (
   select count(*)::float8 as n, greatest(avg(t.len), 1)::float8 as avglen from turns t
 ), matches as (
@@ -113,10 +186,50 @@ turns as (
    limit %(k_lexical)s
 )
 
+-- name: search_lexical_bounded
+-- (Shared block.) The full-text list past the exact scan: the same BM25, reading only the
+-- matching turns (the GIN index under the scope's filter, at most k_match per term) instead of
+-- every turn of the scope. The scope's size n is the conversations' message_count (search.py
+-- reads it to choose this block); the mean length is that of its 1,000 latest turns. A turn
+-- scores only if it or a neighbour matches, so smoothing spreads each match's score to seq ± 1.
+stats as (
+  select %(scope_size)s::float8 as n, greatest(avg(length(t.tsv)), 1)::float8 as avglen
+    from (select m.tsv from scope m order by m.conversation_id desc, m.seq desc limit 1000) t
+), matches as materialized (
+  select q.q, t.id, t.conversation_id, t.seq, t.len
+    from terms q
+   cross join lateral (select m.id, m.conversation_id, m.seq, length(m.tsv) as len
+                         from scope m where m.tsv @@ q.q limit %(k_match)s) t
+), bm25 as (
+  select x.conversation_id, x.seq,
+         sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * x.len / s.avglen))) as score
+    from matches x
+    join (select q, count(*)::float8 as df from matches group by q) d on d.q = x.q
+   cross join stats s
+   group by x.conversation_id, x.seq
+), lexical_spread as (
+  -- each turn's own score and its neighbours' (summed as the exact block sums them)
+  select x.conversation_id, x.seq,
+         coalesce(x.own, 0) + %(smooth)s::float8 * coalesce(x.sides, 0) / 2 as score
+    from (select b.conversation_id, b.seq + o.d as seq, sum(b.score) filter (where o.d = 0) as own,
+                 sum(b.score) filter (where o.d <> 0) as sides
+            from bm25 b cross join (values (-1), (0), (1)) as o(d)
+           group by b.conversation_id, b.seq + o.d) x
+), lexical_top as (
+  -- twice k_lexical before the join: a neighbour past either end of a conversation is no turn
+  select x.* from lexical_spread x where x.score > 0 order by x.score desc, x.seq desc limit 2 * %(k_lexical)s
+), lexical as (
+  select m.id, row_number() over (order by x.score desc, x.seq desc) as rank
+    from lexical_top x
+   cross join lateral (select m.id from scope m where m.conversation_id = x.conversation_id and m.seq = x.seq offset 0) m
+   order by x.score desc, x.seq desc
+   limit %(k_lexical)s
+)
+
 -- name: search_conversation
 -- Candidates of one conversation: the relevance lists, the most recent k, each with its rank,
 -- plus the neighbours (±window turns) of every candidate for pairing and context.
-with {scope}, {message_lists}, recent as (
+with {scope}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
   select m.id, row_number() over (order by m.seq desc) as rank
     from scope m
    where m.text <> ''
@@ -130,7 +243,7 @@ with {scope}, {message_lists}, recent as (
 -- Candidates across all of a user's conversations: the same relevance lists over all of the
 -- user's messages (exact scans over the user_id btree), the most recent k, with neighbours; and
 -- their live summaries and long-term conversation summaries.
-with {scope}, {message_lists}, recent as (
+with {scope}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
   select m.id, row_number() over (order by m.created_at desc, m.seq desc) as rank
     from scope m
    where m.text <> ''
@@ -172,6 +285,21 @@ select sr.kind, sr.id, sr.conversation_id, null, sr.first_seq, sr.last_seq, 'sum
   from summary_ranked sr
  where sr.dense_rank <= %(k_dense)s or sr.lexical_rank <= %(k_lexical)s
  order by 3, 4 nulls first
+
+-- name: search_plan_inputs
+-- What memctx/retrieve/search.py chooses a search's plan from: the messages in its scope (the
+-- conversations' message_count, kept by the insert trigger) and the table's estimated rows
+-- (0 before the first ANALYZE); and, for the rest of the transaction, the HNSW settings of the
+-- plan past the exact scan (nothing else reads them: the exact plans never scan HNSW).
+select coalesce(sum(c.message_count), 0)::bigint as scope_size,
+       (select greatest(t.reltuples, 0)::bigint from pg_class t where t.oid = 'memctx.messages'::regclass)
+         as table_rows,
+       set_config('hnsw.iterative_scan', 'relaxed_order', true) as iterative_scan,
+       set_config('hnsw.ef_search', %(ef_search)s::text, true) as ef_search,
+       set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s::text, true) as max_scan_tuples
+  from memctx.conversations c
+ where c.user_id = %(user_id)s::uuid
+   and (%(conversation_id)s::uuid is null or c.id = %(conversation_id)s::uuid)
 
 -- name: search_global_dense
 -- Nearest messages across all users through the HNSW index (operators, benchmarks). The

@@ -161,7 +161,7 @@ def test_filtered_dense_search_returns_full_candidate_count_through_prepared_pat
             for i in range(8):  # psycopg prepares after 5 executions
                 vec = rng.standard_normal(384).astype(np.float32)
                 params["query_vec"] = vec / np.linalg.norm(vec)
-                rows = conn.execute(SEARCH_QUERIES[name], params, prepare=True).fetchall()
+                rows = conn.execute(SEARCH_QUERIES[(name, "exact")], params, prepare=True).fetchall()
                 assert all(s.rank_column in row for row in rows for s in SIGNALS)
                 dense = [r for r in rows if r["dense_rank"] is not None]
                 assert len(dense) == k, f"{name} run {i}: {len(dense)} dense candidates, expected {k}"
@@ -183,7 +183,7 @@ def test_dense_candidates_are_the_exact_top_k(app):
         rows = conn.execute(QUERIES["rank_conversation"], {"user_id": user, "conversation_id": conv, "query_vec": vec,
                                                           "tsquery": ""}).fetchall()
         exact = {r["id"] for r in sorted(rows, key=lambda r: -r["similarity"])[:30]}
-        got = conn.execute(SEARCH_QUERIES["search_conversation"], {
+        got = conn.execute(SEARCH_QUERIES[("search_conversation", "exact")], {
             "user_id": user, "conversation_id": conv, "query_vec": vec, "tsquery": "", "terms": [], "since": None,
             "until": None, "k_dense": 30, "k_lexical": 1, "k_recent": 0, "window": 0, "smooth": 0.0}).fetchall()
     assert {r["id"] for r in got if r["dense_rank"] is not None} == exact

@@ -1005,6 +1005,13 @@ CREATE INDEX messages_user_idx ON memctx.messages USING btree (user_id, conversa
 
 
 --
+-- Name: messages_user_recent_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX messages_user_recent_idx ON memctx.messages USING btree (user_id, created_at DESC, seq DESC);
+
+
+--
 -- Name: outbox_claimable_idx; Type: INDEX; Schema: memctx; Owner: -
 --
 

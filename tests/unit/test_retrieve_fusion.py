@@ -5,7 +5,7 @@ import pytest
 from memctx.config import Settings
 from memctx.retrieve.fusion import FusionWeights, fuse, rrf
 from memctx.retrieve.lexical import analyze
-from memctx.retrieve.queries import SEARCHES, compose
+from memctx.retrieve.queries import PLANS, SEARCHES, compose
 from memctx.retrieve.search import SearchOptions
 from memctx.retrieve.signals import SIGNALS, Signal, ranks_of
 from memctx.retrieve.types import Provenance
@@ -53,8 +53,8 @@ def test_one_signal_list_drives_settings_ranks_and_provenance():
 
 def test_the_signal_list_drives_the_search_queries_rank_columns():
     clicks = Signal("clicks", "clicks", 0.0)  # a new signal: its CTE, and one entry in the list
-    for name in SEARCHES:
-        text = compose(name, (*SIGNALS, clicks))
+    for name, plan in ((n, p) for n in SEARCHES for p in PLANS):
+        text = compose(name, (*SIGNALS, clicks), plan=plan)
         assert "{" not in text and "}" not in text  # every placeholder filled
         assert text.count("select 'clicks' as signal, id, rank from \"clicks\"") == 1
         assert text.count('min(c.rank) filter (where c.signal = \'clicks\') as "clicks_rank"') == 1

@@ -1,0 +1,158 @@
+"""Memory search past the exact scan (issue 13): the HNSW plan and the bounded full text against
+the exact plan, on the same data, in a real Postgres with other users' rows in the table."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from memctx.models import NewMessage
+from memctx.retrieve import MemorySearch, SearchOptions
+from memctx.retrieve.queries import PLANS, SEARCH_QUERIES
+from memctx.retrieve.search import choose_plan, pool_size
+from memctx.sql import QUERIES
+
+WORDS = ("pottery hiking dolomites budget jazz concert sourdough wedding collie garden tomatoes marathon guitar "
+         "novel museum kayak curry exam promotion sunset").split()
+TOPICS = 40
+
+
+def _load(app, user, conversations: int, per: int, rng, centers) -> list[uuid.UUID]:
+    """Conversations of clustered vectors (a topic per stretch of turns, as in a real chat) and
+    texts of a few words from WORDS."""
+    ids = []
+    for c in range(conversations):
+        conv = app.store.create_conversation(user, external_id=f"scale-{c}")
+        topics = np.repeat(rng.integers(0, TOPICS, per // 10 + 1), 10)[:per]
+        vecs = centers[topics] + 0.35 * rng.standard_normal((per, centers.shape[1]))
+        vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
+        msgs = [NewMessage.build("user" if i % 2 == 0 else "assistant", " ".join(rng.choice(WORDS, rng.integers(3, 16))),
+                                 external_id=f"m{i}") for i in range(per)]
+        app.store.append_messages(user, conv.id, msgs, embeddings=vecs)
+        ids.append(conv.id)
+    return ids
+
+
+@pytest.fixture
+def loaded(app):
+    rng = np.random.default_rng(13)
+    centers = rng.standard_normal((TOPICS, 384))
+    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
+    user = uuid.uuid4()
+    convs = _load(app, user, conversations=3, per=600, rng=rng, centers=centers)
+    for _ in range(2):  # other users' rows: the index scan must skip them
+        _load(app, uuid.uuid4(), conversations=1, per=900, rng=rng, centers=centers)
+    return user, convs, centers, rng
+
+
+def _query(rng, centers):
+    vec = centers[rng.integers(0, TOPICS)] + 0.5 * rng.standard_normal(centers.shape[1])
+    return (vec / np.linalg.norm(vec)).astype(np.float32)
+
+
+def _params(user, conv, vec, opts: SearchOptions, terms=(), scope_size=0):
+    return {"user_id": user, "conversation_id": conv, "query_vec": vec, "tsquery": " | ".join(terms),
+            "terms": list(terms), "since": None, "until": None, "k_dense": opts.k_dense, "k_lexical": opts.k_lexical,
+            "k_recent": 0, "window": 0, "smooth": opts.smooth, "k_pool": pool_size(opts), "k_match": opts.k_match,
+            "scope_size": scope_size, "ef_search": min(pool_size(opts), 1000), "max_scan_tuples": opts.max_scan_tuples}
+
+
+def _ranked(rows, column):
+    return [r["id"] for r in sorted((r for r in rows if r[column] is not None), key=lambda r: r[column])]
+
+
+def test_the_plan_follows_the_scope_size_and_its_share_of_the_table():
+    opts = SearchOptions(k_dense=200, k_pool=600)
+    assert choose_plan(700, 1_000_000, opts) == "exact"  # every LoCoMo conversation
+    assert choose_plan(5_000, 1_000_000, opts) == "bounded"  # 0.5 % of the table: the index scan would visit 120k
+    assert choose_plan(100_000, 1_000_000, opts) == "index"  # 10 %: about 6,000 visits instead of 100k rows
+    assert choose_plan(100_000, 0, opts) == "index"  # never analyzed: the scope is taken for the table
+    assert choose_plan(100_000, 1_000_000, SearchOptions(k_dense=200, k_pool=600, max_scan_tuples=5_000)) == "bounded"
+
+
+@pytest.mark.parametrize("analyzed", [False, True])
+def test_index_plan_never_comes_back_short_through_the_prepared_path(app, loaded, analyzed):
+    """The HNSW scan under a filter returns at most ef_search rows when iterative scans are off (or
+    from a plan prepared before ANALYZE): the exact scan then gives the pool, never fewer turns."""
+    user, convs, centers, rng = loaded
+    if analyzed:
+        with app.pool.connection() as conn:
+            conn.execute("analyze memctx.messages")
+    opts = SearchOptions(k_dense=120, k_pool=360, smooth=1.0)  # far above ef_search (40)
+    for conv in (convs[0], None):
+        name = "search_conversation" if conv else "search_user"
+        for set_hnsw in (False, True):
+            with app.pool.connection() as conn:
+                for i in range(8):  # psycopg prepares after 5 executions
+                    params = _params(user, conv, _query(rng, centers), opts, scope_size=600)
+                    if set_hnsw:  # the settings search.py gives the index plan's transaction
+                        conn.execute(QUERIES["search_plan_inputs"], params)
+                    rows = conn.execute(SEARCH_QUERIES[(name, "index")], params, prepare=True).fetchall()
+                    dense = [r for r in rows if r["dense_rank"] is not None]
+                    assert len(dense) == opts.k_dense, f"{name} run {i}: {len(dense)} dense candidates"
+
+
+def test_index_plan_recall_at_50_against_the_exact_scan(app, loaded):
+    """Dense recall@50 of the HNSW plan (pool of 150, rescored with neighbours) against the exact
+    plan's list on the same data, smoothed and not."""
+    user, convs, centers, rng = loaded
+    with app.pool.connection() as conn:
+        conn.execute("analyze memctx.messages")
+    recalls = {}
+    for smooth in (0.0, 1.0):
+        opts = SearchOptions(k_dense=50, k_pool=150, k_lexical=1, smooth=smooth)
+        for i in range(20):
+            vec = _query(rng, centers)
+            conv = convs[i % 3] if i % 2 else None
+            name = "search_conversation" if conv else "search_user"
+            lists = {}
+            for plan in ("exact", "index"):
+                with app.pool.connection() as conn:
+                    params = _params(user, conv, vec, opts, scope_size=1800)
+                    conn.execute(QUERIES["search_plan_inputs"], params)
+                    rows = conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=False).fetchall()
+                lists[plan] = _ranked(rows, "dense_rank")
+            assert len(lists["exact"]) == len(lists["index"]) == 50
+            recalls.setdefault(smooth, []).append(len(set(lists["exact"]) & set(lists["index"])) / 50)
+    means = {smooth: float(np.mean(r)) for smooth, r in recalls.items()}
+    print("dense recall@50 of the index plan:", means, "min", {s: min(r) for s, r in recalls.items()})
+    assert all(m >= 0.95 for m in means.values()), recalls
+
+
+def test_bounded_full_text_ranks_as_the_exact_one(app, loaded):
+    """Reading only the matching turns gives the exact BM25 list, smoothing included, when no term
+    passes k_match and the scope's latest 1,000 turns are all of it."""
+    user, convs, centers, rng = loaded
+    opts = SearchOptions(k_dense=1, k_lexical=60, smooth=1.0)
+    for terms in (["kayak"], ["jazz", "curry"], ["marathon", "pottery", "sunset", "nothingmatches"]):
+        lists = {}
+        for plan in ("exact", "bounded"):
+            with app.pool.connection() as conn:
+                rows = conn.execute(SEARCH_QUERIES[("search_conversation", plan)],
+                                    _params(user, convs[1], _query(rng, centers), opts, terms, scope_size=600),
+                                    prepare=False).fetchall()
+            lists[plan] = _ranked(rows, "lexical_rank")
+        assert len(lists["exact"]) == 60
+        assert lists["bounded"] == lists["exact"], terms
+
+
+def test_caller_search_past_the_exact_scan_sees_only_its_rows(app, loaded):
+    """As role `authenticated` (row-level security), the index plan finds what the owner's pool finds."""
+    user, convs, centers, rng = loaded
+    opts = SearchOptions(k_dense=40, k_pool=120, k_lexical=40, threshold=-1.0, exact_limit=100, smooth=1.0)
+    assert (choose_plan(600, 3600, opts), choose_plan(1800, 3600, opts)) == ("bounded", "index")
+    for conv in (convs[2], None):
+        vec = _query(rng, centers)
+        owner = MemorySearch(app.pool, app.embedder, opts).search(user, "jazz kayak", conv, limit=30, query_vec=vec)
+        caller = MemorySearch(app.for_user(user).pool, app.embedder, opts).search(user, "jazz kayak", conv, limit=30,
+                                                                                  query_vec=vec)
+        assert len(caller) == 30 and [m.id for m in caller] == [m.id for m in owner]
+        stranger = MemorySearch(app.for_user(uuid.uuid4()).pool, app.embedder, opts)
+        assert stranger.search(user, "jazz kayak", conv, limit=30, query_vec=vec) == []
+
+
+def test_every_plan_is_composed():
+    assert set(SEARCH_QUERIES) == {(n, p) for n in ("search_conversation", "search_user") for p in PLANS}
+    assert all("{" not in q for q in SEARCH_QUERIES.values())
