@@ -21,10 +21,10 @@ from psycopg_pool import ConnectionPool
 
 from memctx.assemble.budget import BudgetTooSmall, CachedCounter, message_tokens, messages_tokens, shares
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
-from memctx.assemble.render import external_block, external_section, memory_block, memory_section
+from memctx.assemble.memories import fill_memories
+from memctx.assemble.render import external_block, external_section
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.retrieve.search import MemorySearch, SearchOptions
-from memctx.retrieve.types import Memory
 from memctx.search import SearchReport, WebResult, WebSearch
 from memctx.search.clean import cut
 from memctx.sql import QUERIES
@@ -122,31 +122,31 @@ class ContextAssembler:
             memory_budget = available - current_tokens - external_tokens
             timings["external"] = _ms(t0)
         shown = {str(t["id"]) for t in items.turns}
-        memory_message, memory_sources, memory_tokens, memory_cuts = self._memories(memories, shown, memory_budget)
+        recalled = fill_memories(memories, shown, memory_budget, self.counter)
         # Shares are targets, not walls: what the current context leaves goes to the memories
         # (memory_budget above), and what the memories leave goes back to the current context
         # before anything of it stays dropped. (Recent turns are never memory hits, so a wider
         # current context cannot repeat a memory.)
-        wider = current_tokens + memory_budget - memory_tokens
+        wider = current_tokens + memory_budget - recalled.tokens
         if cuts and wider > current_share:
             refit = self._fit_current(rows, opts, wider, refill=True)
             if refit[3] > current_tokens:
-                current_share, memory_budget = wider, memory_tokens
+                current_share, memory_budget = wider, recalled.tokens
                 items, cuts, current_messages, current_tokens = refit
-        cuts += memory_cuts
-        messages = [system, *external_messages, *([memory_message] if memory_message else []), *current_messages, ask]
+        cuts += recalled.cuts
+        messages = [system, *external_messages, *([recalled.message] if recalled.message else []), *current_messages, ask]
         total = messages_tokens(self.counter, messages)
         assert total <= budget, f"assembled {total} tokens over the budget of {budget}"
         sections = [
             SectionReport("system", message_tokens(self.counter, "system", system["content"]),
                           message_tokens(self.counter, "system", system["content"]), 1),
             SectionReport("external", external_budget, external_tokens, len(external_sources)),
-            SectionReport("memories", memory_budget, memory_tokens, len(memory_sources)),
+            SectionReport("memories", memory_budget, recalled.tokens, len(recalled.sources)),
             SectionReport("current", current_share, current_tokens, len(current_messages)),
             SectionReport("query", message_tokens(self.counter, "user", ask["content"]),
                           message_tokens(self.counter, "user", ask["content"]), 1),
         ]
-        sources = external_sources + memory_sources + items.sources(conversation)
+        sources = external_sources + recalled.sources + items.sources(conversation)
         timings["total"] = _ms(started)
         return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total, sections=sections,
                               sources=sources, cuts=cuts, timings_ms=timings, external=report)
@@ -197,34 +197,6 @@ class ContextAssembler:
         sources = [Source(kind="external", id=r.url, section="external", url=r.url, detail=r.title) for r, _ in blocks]
         return [message], sources, message_tokens(self.counter, "system", message["content"]), cuts
 
-    def _memories(self, memories: Sequence[Memory], shown: set[str], budget: int
-                  ) -> tuple[dict[str, str] | None, list[Source], int, list[Cut]]:
-        """Fill the memory section best first; returns its message, sources, tokens and cuts."""
-        base = message_tokens(self.counter, "system", memory_section([]))
-        used = base
-        chosen: list[tuple[Memory, str, list]] = []
-        left: list[Memory] = []
-        for memory in memories:
-            fragments = [f for f in memory.fragments if str(f.id) not in shown]
-            if not fragments:
-                continue
-            block = memory_block(memory, fragments)
-            cost = self.counter.count(block) + 1
-            if used + cost > budget:
-                left.append(memory)
-                continue
-            chosen.append((memory, block, fragments))
-            shown.update(str(f.id) for f in fragments)
-            used += cost
-        message = _memory_message(chosen)
-        while chosen and message_tokens(self.counter, "system", message["content"]) > budget:
-            left.append(chosen.pop()[0])  # tokenization across joins differed: drop the least relevant
-            message = _memory_message(chosen)
-        if not chosen:
-            return None, [], 0, _memory_cuts(left)
-        tokens = message_tokens(self.counter, "system", message["content"])
-        return message, _memory_sources(chosen), tokens, _memory_cuts(left)
-
     # The status quo ----------------------------------------------------------------------------
     def _status_quo(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
                     opts: ContextOptions, started: float) -> WorkingContext:
@@ -256,32 +228,6 @@ def _chat_role(role: str) -> str:
 
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 3)
-
-
-def _memory_message(chosen: Sequence[tuple[Memory, str, list]]) -> dict[str, str]:
-    # Best first while packing; shown least relevant first so the best sit nearest the query.
-    return {"role": "system", "content": memory_section([block for _, block, _ in reversed(chosen)])}
-
-
-def _memory_sources(chosen: Sequence[tuple[Memory, str, list]]) -> list[Source]:
-    out: list[Source] = []
-    for memory, _, fragments in reversed(chosen):
-        if memory.kind == "message":
-            out += [Source(kind="message", id=f.id, section="memories", external_id=f.external_id,
-                           conversation_id=f.conversation_id, seq=f.seq,
-                           detail="hit" if f.id == memory.id else "context") for f in fragments]
-        else:
-            out.append(Source(kind="summary", id=memory.id, section="memories", conversation_id=memory.conversation_id,
-                              first_seq=memory.provenance.first_seq, last_seq=memory.provenance.last_seq,
-                              detail=memory.kind))
-    return out
-
-
-def _memory_cuts(left: Sequence[Memory]) -> list[Cut]:
-    if not left:
-        return []
-    return [Cut("dropped", "memories", "memory", tuple(str(m.id) for m in left),
-                "lower-ranked memories beyond the memory budget", sum(m.token_count for m in left))]
 
 
 def extractive_compressor(counter: TokenCounter) -> Compressor:

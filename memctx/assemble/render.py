@@ -1,13 +1,16 @@
 """How memories, summaries and board entries read inside the context. Pure.
 
-Owns: the text of each section. Memory blocks carry their date (so the model can answer
-"when" questions) and who said each line; the raw text of a turn is kept verbatim.
+Owns: the text of each section. Memory turns are grouped by the session they were said in,
+under one date header per session (so the model can answer "when" questions without the date
+repeated on every line), in conversation order with "…" where turns were skipped; each line says
+who spoke, and the raw text of a turn is kept verbatim (a quoted turn is evidence).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Sequence
+from typing import Any, Sequence
 
 from memctx.retrieve.types import Fragment, Memory
 from memctx.search.types import WebResult
@@ -16,29 +19,71 @@ from memctx.summarize.text import format_day
 MEMORY_HEADER = "Relevant memories from earlier in the conversation (most relevant last):"
 EXTERNAL_HEADER = "External search results:"
 SUMMARY_HEADER = "Conversation summary:"
+GAP = "…"  # turns skipped between two shown turns of one session (one token with its newline)
+UNDATED = "[undated]"
 
 
 def format_date(moment: datetime | None) -> str:
     return format_day(moment) if moment else ""
 
 
-def fragment_line(fragment: Fragment, *, dated: bool) -> str:
-    prefix = f"[{format_date(fragment.time)}] " if dated and fragment.time else ""
-    return f"{prefix}{fragment.who}: {fragment.text}"
+@dataclass(frozen=True)
+class Line:
+    """What one item of the memory section came from: a turn (`fragment`) of `memory`, or the
+    summary `memory` itself (`fragment` None)."""
+
+    memory: Memory
+    fragment: Fragment | None = None
 
 
-def memory_block(memory: Memory, fragments: Sequence[Fragment] | None = None) -> str:
-    """One memory as lines; `fragments` overrides the memory's own (after de-duplication)."""
-    parts = list(memory.fragments if fragments is None else fragments)
-    if memory.kind != "message":
-        p = memory.provenance
-        return f"[summary of messages {p.first_seq}-{p.last_seq}] {memory.text}"
-    lines, day = [], None
-    for fragment in parts:
-        this_day = fragment.time.date() if fragment.time else None
-        lines.append(fragment_line(fragment, dated=this_day != day))
-        day = this_day
-    return "\n".join(lines)
+def session_key(fragment: Fragment) -> tuple[Any, ...]:
+    """The turns that share one header: same conversation, session and day (plain ints: this is
+    hashed for every candidate turn of every call)."""
+    return fragment.conversation_id.int, fragment.session, fragment.time.toordinal() if fragment.time else None
+
+
+def session_header(fragment: Fragment) -> str:
+    return f"[{format_date(fragment.time)}]" if fragment.time else UNDATED
+
+
+def turn_line(fragment: Fragment) -> str:
+    return f"{fragment.who}: {fragment.text}"
+
+
+def summary_line(memory: Memory) -> str:
+    p = memory.provenance
+    return f"[summary of messages {p.first_seq}-{p.last_seq}] {memory.text}"
+
+
+def memory_groups(chosen: Sequence[tuple[Memory, Sequence[Fragment]]]) -> list[list[Line]]:
+    """The chosen memories (best first, each with the fragments it shows) in reading order: the
+    turns of one session together in conversation order, each summary alone, and the group that
+    holds the best memory last, nearest the query."""
+    groups: dict[Any, list[Line]] = {}
+    for memory, fragments in chosen:
+        if memory.kind != "message":
+            groups[memory.id] = [Line(memory)]
+            continue
+        for fragment in fragments:
+            groups.setdefault(session_key(fragment), []).append(Line(memory, fragment))
+    return [sorted(g, key=lambda line: line.fragment.seq or 0) if g[0].fragment else g
+            for g in reversed(groups.values())]
+
+
+def group_lines(group: Sequence[Line]) -> list[str]:
+    """A summary's line, or a session's header and turns with a gap mark between turns that were
+    not said one after the other."""
+    first = group[0].fragment
+    if first is None:
+        return [summary_line(group[0].memory)]
+    lines, seq = [session_header(first)], None
+    for line in group:
+        fragment = line.fragment
+        if seq is not None and fragment.seq is not None and fragment.seq > seq + 1:
+            lines.append(GAP)
+        lines.append(turn_line(fragment))
+        seq = fragment.seq
+    return lines
 
 
 def external_block(result: WebResult, text: str) -> str:
@@ -50,8 +95,8 @@ def external_section(blocks: Sequence[str]) -> str:
     return "\n".join([EXTERNAL_HEADER, *blocks])
 
 
-def memory_section(blocks: Sequence[str]) -> str:
-    return "\n".join([MEMORY_HEADER, *blocks])
+def memory_section(groups: Sequence[Sequence[Line]]) -> str:
+    return "\n".join([MEMORY_HEADER, *(text for group in groups for text in group_lines(group))])
 
 
 def current_section(master: str | None, summaries: Sequence[str], board_summary: str | None,

@@ -63,6 +63,24 @@ def test_memories_are_relevant_ordered_and_sourced(app):
     assert recent and recent[-1].seq == 40  # the newest turn is in the current context
 
 
+def test_memory_turns_sit_under_one_header_per_session_and_sources_follow_the_lines(app):
+    user = uuid.uuid4()
+    conv = _conversation(app, user)
+    wc = get_working_context(app, conv.id, "How did the pottery class and the hiking trip go?", 3000, user=user)
+    memory_msg = next(m for m in wc.messages if m["content"].startswith("Relevant memories"))
+    lines = memory_msg["content"].splitlines()[1:]
+    headers = [line for line in lines if line.startswith("[") and line.endswith("]")]
+    assert len(headers) > 1 and len(headers) == len(set(headers))  # each session's date once
+    assert not any(line.startswith("[") and not line.endswith("]") for line in lines)  # no date on a turn
+    by_id = {m.id: m for m in app.store.list_messages(user, conv.id)}
+    turns = [line for line in lines if line not in headers and line != "…"]
+    sources = [s for s in wc.sources if s.section == "memories"]
+    assert [f"{by_id[s.id].speaker}: {by_id[s.id].text}" for s in sources] == turns  # verbatim, in reading order
+    for header, following in zip(headers, [lines[lines.index(h) + 1] for h in headers]):
+        source = sources[turns.index(following)]
+        assert header == f"[{by_id[source.id].created_at.day} May 2023]"
+
+
 def test_works_without_summaries_and_uses_them_when_they_exist(app):
     user = uuid.uuid4()
     conv = _conversation(app, user)

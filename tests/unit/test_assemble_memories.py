@@ -1,0 +1,117 @@
+"""The memory section: session headers, verbatim turns, line-by-line sources, the exact budget."""
+
+from datetime import datetime, timedelta, timezone
+from uuid import uuid4
+
+import pytest
+
+from memctx.assemble.budget import message_tokens
+from memctx.assemble.memories import fill_memories
+from memctx.assemble.render import GAP, MEMORY_HEADER
+from memctx.retrieve.types import Fragment, Memory, Provenance
+from memctx.tokens import get_counter
+
+COUNTER = get_counter()
+CONV = uuid4()
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+
+
+def _turn(session: int, seq: int, text: str, who: str = "Caroline", conv=CONV) -> Fragment:
+    return Fragment(id=uuid4(), conversation_id=conv, role="user", text=text, seq=seq,
+                    time=T0 + timedelta(days=7 * session, seconds=seq), external_id=f"D{session}:{seq}",
+                    speaker=who, token_count=COUNTER.count(text), session=session)
+
+
+def _memory(*fragments: Fragment) -> Memory:
+    return Memory(kind="message", id=fragments[0].id, conversation_id=fragments[0].conversation_id,
+                  fragments=fragments, score=1.0, similarity=None)
+
+
+def _summary(text: str) -> Memory:
+    fragment = Fragment(id=uuid4(), conversation_id=CONV, role="summary", text=text, seq=None, time=None)
+    return Memory(kind="summary", id=fragment.id, conversation_id=CONV, fragments=(fragment,), score=1.0,
+                  similarity=None, provenance=Provenance(first_seq=1, last_seq=9))
+
+
+def _lines(section) -> list[str]:
+    return section.message["content"].splitlines()[1:]
+
+
+def test_one_header_per_session_turns_in_order_best_session_last():
+    a1, a2, a5 = _turn(1, 1, "I went to a pottery class."), _turn(1, 2, "Nice!", "Melanie"), _turn(1, 5, "Blue bowl.")
+    b3 = _turn(2, 3, "We camped by the lake.", "Melanie")
+    section = fill_memories([_memory(b3), _memory(a5), _memory(a1, a2)], set(), 1000, COUNTER)
+    assert _lines(section) == ["[15 May 2023]", "Caroline: I went to a pottery class.", "Melanie: Nice!", GAP,
+                               "Caroline: Blue bowl.", "[22 May 2023]", "Melanie: We camped by the lake."]
+    assert section.message["content"].startswith(MEMORY_HEADER)
+
+
+def test_sources_name_every_turn_line_in_reading_order():
+    hit, partner = _turn(1, 4, "What did you paint?", "Melanie"), _turn(1, 5, "A sunrise over the lake.")
+    other = _turn(3, 2, "Running clears my head.", "Melanie")
+    summary = _summary("They talked about art.")
+    section = fill_memories([_memory(hit, partner), summary, _memory(other)], set(), 1000, COUNTER)
+    shown = [line for line in _lines(section) if not (line.startswith("[") and line.endswith("]"))]
+    assert len(section.sources) == len(shown)
+    by_id = {f.id: f for f in (hit, partner, other)}
+    for source, line in zip(section.sources, shown):
+        if source.kind == "message":
+            fragment = by_id[source.id]
+            assert line == f"{fragment.speaker}: {fragment.text}"  # the turn, verbatim
+            assert (source.seq, source.external_id, source.section) == (fragment.seq, fragment.external_id,
+                                                                         "memories")
+        else:
+            assert source.id == summary.id and line.endswith("They talked about art.")
+    assert [s.detail for s in section.sources] == ["hit", "summary", "hit", "context"]
+
+
+def test_turns_already_in_the_context_are_not_repeated():
+    shown, new = _turn(1, 1, "My dog is a border collie."), _turn(1, 2, "What is his name?", "Melanie")
+    section = fill_memories([_memory(shown, new), _memory(shown)], {str(shown.id)}, 1000, COUNTER)
+    assert _lines(section) == ["[15 May 2023]", "Melanie: What is his name?"]
+    assert [s.id for s in section.sources] == [new.id]
+
+
+@pytest.mark.parametrize("budget", [20, 40, 60, 90, 150, 300, 700])
+def test_never_over_the_budget_and_counted_exactly(budget):
+    memories = [_memory(_turn(1 + i % 3, i, f"Turn {i} says something about topic {i % 7}.")) for i in range(40)]
+    section = fill_memories(memories, set(), budget, COUNTER)
+    if section.message is None:
+        assert section.tokens == 0 and section.cuts[0].ids == tuple(str(m.id) for m in memories)
+        return
+    assert section.tokens == message_tokens(COUNTER, "system", section.message["content"]) <= budget
+    kept = {s.id for s in section.sources}
+    dropped = set(section.cuts[0].ids) if section.cuts else set()
+    assert {str(i) for i in kept} | dropped == {str(m.id) for m in memories} and not {str(i) for i in kept} & dropped
+    assert memories[0].id in kept  # the best memory is always kept when anything is
+
+
+def test_the_header_is_paid_once_so_a_session_fits_more_turns_than_dated_lines():
+    turns = [_turn(1, i, f"Line {i} of the same afternoon.") for i in range(1, 21)]
+    memories = [_memory(t) for t in turns]
+    dated = "\n".join([MEMORY_HEADER, *(f"[15 May 2023] Caroline: {t.text}" for t in turns[:10])])
+    budget = message_tokens(COUNTER, "system", dated)  # what ten turns cost with the date on each line
+    section = fill_memories(memories, set(), budget, COUNTER)
+    assert section.tokens <= budget and len(section.sources) > 12
+    assert _lines(section).count("[15 May 2023]") == 1
+
+
+def test_line_costs_add_up_exactly_so_the_section_fills_to_within_one_turn():
+    # Lines ending in punctuation merge with their newline: counted line by line with it, the
+    # costs are exact, and nothing is left unspent that the next turn could have used.
+    memories = [_memory(_turn(1, 2 * i, f"Sentence number {i} ends here.")) for i in range(60)]
+    budget = 300
+    section = fill_memories(memories, set(), budget, COUNTER)
+    one_turn = message_tokens(COUNTER, "system", "x\n" + f"Caroline: Sentence number 10 ends here.\n{GAP}") - \
+        message_tokens(COUNTER, "system", "x")
+    assert budget - one_turn < section.tokens <= budget
+
+
+def test_filling_a_gap_gives_back_its_mark():
+    # turns 1 and 3 are shown with a gap mark between them; turn 2 then costs its line (5 tokens), less the mark
+    one, three, two = _turn(1, 1, "First."), _turn(1, 3, "Third."), _turn(1, 2, "Second.", "Melanie")
+    both = fill_memories([_memory(one), _memory(three)], set(), 1000, COUNTER)
+    assert GAP in _lines(both)
+    tight = fill_memories([_memory(one), _memory(three), _memory(two)], set(), both.tokens + 4, COUNTER)
+    assert _lines(tight) == ["[15 May 2023]", "Caroline: First.", "Melanie: Second.", "Caroline: Third."]
+    assert tight.tokens == message_tokens(COUNTER, "system", tight.message["content"])
