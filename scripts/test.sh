@@ -22,5 +22,9 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[test,redis]"
+# The real model server of the LLM-path test compiles on its first install (pip keeps the wheel);
+# if it cannot be installed, that test skips and says what is missing.
+.venv/bin/python -m pip install --quiet -e ".[llm-test]" >/dev/null 2>&1 \
+  || echo "could not install .[llm-test]: the LLM-server test skips" >&2
 .venv/bin/python -m pytest "$@"
 MEMCTX_TEST_POSTGRES=16 .venv/bin/python -m pytest "$@" tests/migration tests/integration

@@ -34,12 +34,15 @@ def eval_board_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False,
                                                                  "MEMCTX_LLM_MODEL (falling back to extractive per call)"),
                    conversations: Optional[int] = typer.Option(None, min=1, help="only the file's first N conversations"),
                    sessions: Optional[int] = typer.Option(None, min=1, help="only each conversation's first N sessions"),
+                   max_reply_tokens: Optional[int] = typer.Option(None, min=1, help="with --llm: cut each reply at N "
+                                                                  "tokens (a cut reply falls back), for a slow model"),
                    ) -> None:
     """Score the summary board on LoCoMo's gold facts and session summaries (key-free unless
     --llm; no database): precision and coverage of its items, section sizes, ROUGE-L against
     lead-k, and its detectors on labelled utterances."""
     from memctx.evaluate.board import LABEL_SETS, run_board_eval
     from memctx.providers import make_summarizer
+    from memctx.summarize.llm import LLMSummarizer
     from memctx.tokens import get_counter
 
     settings = Settings()
@@ -47,6 +50,8 @@ def eval_board_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False,
     if llm and not (settings.llm_base_url or settings.llm_api_key):
         fail("--llm needs MEMCTX_LLM_BASE_URL (an OpenAI-compatible server) or MEMCTX_LLM_API_KEY (OpenAI)", BAD_INPUT)
     summarizer = make_summarizer(settings.model_copy(update={"summarizer": "llm"}), counter) if llm else None
+    if max_reply_tokens is not None and isinstance(summarizer, LLMSummarizer):
+        summarizer.max_reply_tokens = max_reply_tokens
     results = run_board_eval(path, counter, every=settings.board_update_frequency,
                              max_tokens=settings.board_length, labels={"custom": labels} if labels else LABEL_SETS,
                              summarizer=summarizer, conversations=conversations, sessions=sessions)
