@@ -8,7 +8,7 @@ model, and the response models accept extra keys but never a missing or empty re
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
@@ -119,10 +119,24 @@ class EntitiesResponse(BaseModel):
     other: list[str] = Field(default_factory=list)
 
 
+class _BoardLines(SummaryResponse):
+    """A board reply's lists of lines, where small models often write a line as an object:
+    {"Name": "Caroline", "fact": "went to a support group"} reads as "Caroline: went to a support
+    group" (its string values joined by ": "); anything else is left for validation to refuse."""
+
+    @field_validator(*(s.name for s in SECTIONS if s.name != "entities"), mode="before", check_fields=False)
+    @classmethod
+    def _object_lines(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        return [": ".join(v.strip() for v in line.values()) if isinstance(line, dict) and line
+                and all(isinstance(v, str) and v.strip() for v in line.values()) else line for line in value]
+
+
 # The reply to `board_prompt`: the summary (as in SummaryResponse) and one list per board section
-# (entities by kind).
+# (entities by kind), each line a string.
 BoardResponse: type[SummaryResponse] = create_model(  # type: ignore[call-overload]
-    "BoardResponse", __base__=SummaryResponse,
+    "BoardResponse", __base__=_BoardLines,
     **{s.name: ((EntitiesResponse, Field(default_factory=EntitiesResponse)) if s.name == "entities"
                 else (list[str], Field(default_factory=list))) for s in SECTIONS},
 )
@@ -140,7 +154,7 @@ def board_prompt(board: Board, new_messages: Sequence[SourceText], *, max_tokens
     user = (
         "Update the summary board of a conversation with the new messages.\n\n"
         f"{_RULES.format(words=_words(max_tokens))}\n\n{_board_fields(_words(max_tokens))}\n\n"
-        "Reply with a JSON object with exactly these fields.\n\n"
+        "Reply with a JSON object with exactly these fields; every list item is one string.\n\n"
         f"Current board:\n{json.dumps(current, ensure_ascii=False, indent=1)}\n\n"
         f"New messages:\n{transcript(new_messages)}"
     )

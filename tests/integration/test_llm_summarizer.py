@@ -280,3 +280,18 @@ def test_board_failure_falls_back_to_the_rules(
     board = llm.update_board(Board.empty(), SOURCES, max_tokens=100)
     assert board == ExtractiveSummarizer(COUNTER).update_board(Board.empty(), SOURCES, max_tokens=100)
     assert failures_seen == ["schema"] and llm.failures["schema"] == 1
+
+
+def test_board_lines_written_as_objects_read_as_lines(server: FakeOpenAI, llm: LLMSummarizer) -> None:
+    # Small models (Qwen2.5-0.5B here) write "Name: fact" as {"Name": …, "fact": …}.
+    reply = {**BOARD_REPLY, "key_facts": [{"Name": "Caroline", "fact": "adopted a puppy named Oscar"}],
+             "action_items": [{"who": "Caroline", "what": "buy a leash"}]}
+    server.queue.append(Reply(content=json.dumps(reply)))
+    board = llm.update_board(Board.empty(), SOURCES, max_tokens=100)
+    assert llm.failures == {kind: 0 for kind in FAILURE_KINDS}
+    assert board.texts("key_facts") == ["Caroline: adopted a puppy named Oscar"]
+    assert board.action_items == ["Caroline: buy a leash"]
+    server.queue.append(Reply(content=json.dumps({**BOARD_REPLY, "key_facts": [{"Name": "Caroline", "age": 3}]})))
+    assert llm.update_board(Board.empty(), SOURCES, max_tokens=100) == \
+        ExtractiveSummarizer(COUNTER).update_board(Board.empty(), SOURCES, max_tokens=100)
+    assert llm.failures["schema"] == 1
