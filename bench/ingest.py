@@ -9,8 +9,8 @@ alternate the two so machine noise hits both; medians and their ratio are report
 
 The CPU ratio beside it (embed-only CPU seconds over ingest's: this process plus the database
 backends serving it, read from /proc, so only for a server on this machine) is what the wall
-ratio becomes when the cores are saturated either way, and it holds steady on a machine shared
-with other jobs, where the wall ratio swings by tens of points.
+ratio becomes when the cores are saturated either way; on a machine shared with other jobs it
+swings less than the wall ratio, which moved by tens of points between rounds there.
 """
 
 from __future__ import annotations
