@@ -84,7 +84,7 @@ select c.id, c.external_id, c.title, c.message_count,
        coalesce(sum(m.token_count), 0) as tokens
   from memctx.conversations c left join memctx.messages m on m.conversation_id = c.id
  where c.user_id = %(user_id)s
- group by c.id order by c.created_at
+ group by c.id, c.user_id order by c.created_at  -- the primary key (0012): external_id etc. follow from it
 
 -- name: copy_messages
 copy memctx.messages (conversation_id, user_id, role, content, text, external_id, token_count, embedding,
