@@ -44,6 +44,8 @@ def test_a_person_reads_edits_and_summarizes_their_conversation_in_a_browser(app
         page.goto(f"{base}/ui/")
         page.get_by_label("API key or JWT").fill(key)
         page.get_by_role("button", name="Sign in").click()
+        # Signing in navigates: a screenshot taken mid-navigation fails ("Unable to capture screenshot").
+        expect(page.get_by_role("link", name="Lisbon trip")).to_be_visible()
         page.screenshot(path=str(tmp_path / "ui-list.png"))  # an artifact only: the list of conversations
         page.get_by_role("link", name="Lisbon trip").click()
 
