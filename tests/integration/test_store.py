@@ -112,3 +112,38 @@ def test_forget_user_empties_every_table_and_spares_others(app):
             n = conn.execute(f"select count(*) as n from memctx.{table} where user_id = %s", (alice,)).fetchone()["n"]
             assert n == 0, table
         assert conn.execute("select count(*) as n from memctx.messages where user_id = %s", (bob,)).fetchone()["n"] == 2
+
+
+def _seqs(app, conv_id):
+    with app.pool.connection() as conn:
+        rows = conn.execute("select seq, text from memctx.messages where conversation_id = %s order by seq",
+                            (conv_id,)).fetchall()
+        stats = conn.execute("select last_seq, message_count from memctx.conversations where id = %s",
+                             (conv_id,)).fetchone()
+    return [(r["seq"], r["text"]) for r in rows], (stats["last_seq"], stats["message_count"])
+
+
+def test_seq_follows_insert_order_across_interleaved_statements_and_writers(app):
+    """The trigger numbers each message after the rows its own statement inserted before it and
+    moves the conversation's counters once per statement (migration 0013)."""
+    from support import run_concurrently
+
+    user = uuid.uuid4()
+    a, b = (app.store.create_conversation(user, external_id=name) for name in ("a", "b"))
+    insert = ("insert into memctx.messages (conversation_id, role, content, text) "
+              "select c, 'user', '[]'::jsonb, t from unnest(%s::uuid[], %s::text[]) with ordinality as x(c, t, n) order by n")
+    with app.pool.connection() as conn:  # one transaction, two statements, both conversations interleaved
+        conn.execute(insert, ([a.id, b.id, a.id, a.id, b.id], ["a1", "b1", "a2", "a3", "b2"]))
+        conn.execute(insert, ([b.id, a.id], ["b3", "a4"]))
+    assert _seqs(app, a.id) == ([(1, "a1"), (2, "a2"), (3, "a3"), (4, "a4")], (4, 4))
+    assert _seqs(app, b.id) == ([(1, "b1"), (2, "b2"), (3, "b3")], (3, 3))
+
+    # Concurrent writers into one conversation queue on its row: no seq twice, none skipped.
+    run_concurrently(lambda: app.store.append_messages(user, a.id, _msgs(*[("user", "w")] * 20)), n=4)
+    seqs, (last_seq, count) = _seqs(app, a.id)
+    assert [s for s, _ in seqs] == list(range(1, 85)) and (last_seq, count) == (84, 84)
+
+    # A deleted tail is never numbered again: seq continues after last_seq.
+    with app.pool.connection() as conn:
+        conn.execute("delete from memctx.messages where conversation_id = %s and seq > 80", (a.id,))
+    assert app.store.append_messages(user, a.id, _msgs(("user", "after")))[0].seq == 85

@@ -187,23 +187,52 @@ CREATE FUNCTION memctx.messages_assign_seq() RETURNS trigger
     SET search_path TO ''
     AS $$
 declare
-  conv_user uuid;
+  conv record;
+  stored bigint;
 begin
-  update memctx.conversations c
-     set last_seq = c.last_seq + 1,
-         message_count = c.message_count + 1,
-         last_message_at = greatest(coalesce(c.last_message_at, new.created_at), new.created_at)
+  select c.last_seq, c.user_id into conv
+    from memctx.conversations c
    where c.id = new.conversation_id
-  returning c.last_seq, c.user_id into new.seq, conv_user;
+     for update;
   if not found then
     raise foreign_key_violation using message = format('conversation %s does not exist', new.conversation_id);
   end if;
   if new.user_id is null then
-    new.user_id := conv_user;
-  elsif new.user_id <> conv_user then
+    new.user_id := conv.user_id;
+  elsif new.user_id <> conv.user_id then
     raise insufficient_privilege using message = 'message user_id differs from its conversation''s user_id';
   end if;
+  select m.seq into stored
+    from memctx.messages m
+   where m.conversation_id = new.conversation_id
+   order by m.seq desc
+   limit 1;
+  new.seq := greatest(conv.last_seq, coalesce(stored, 0)) + 1;
   return new;
+end
+$$;
+
+
+--
+-- Name: messages_count(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.messages_count() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+  update memctx.conversations c
+     set last_seq = greatest(c.last_seq, n.last_seq),
+         message_count = c.message_count + n.added,
+         last_message_at = greatest(coalesce(c.last_message_at, n.last_at), n.last_at)
+    from (select r.conversation_id, r.user_id, max(r.seq) as last_seq, count(*) as added,
+                 max(r.created_at) as last_at
+            from new_rows r
+           group by r.conversation_id, r.user_id) n
+   where c.id = n.conversation_id
+     and c.user_id = n.user_id;
+  return null;
 end
 $$;
 
@@ -1128,6 +1157,13 @@ CREATE INDEX queue_state_mtime_idx ON memctx_queue.queue USING btree (state, mti
 --
 
 CREATE TRIGGER messages_assign_seq BEFORE INSERT ON memctx.messages FOR EACH ROW EXECUTE FUNCTION memctx.messages_assign_seq();
+
+
+--
+-- Name: messages messages_count; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER messages_count AFTER INSERT ON memctx.messages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memctx.messages_count();
 
 
 --
