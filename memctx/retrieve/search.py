@@ -122,10 +122,11 @@ class MemorySearch:
                   "max_scan_tuples": opts.max_scan_tuples}
         name = "search_conversation" if conversation else "search_user"
         with self.pool.connection() as conn:
-            # Both statements share the transaction: the first sets the HNSW settings for the second.
             inputs = conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
             params["scope_size"] = inputs["scope_size"]
             plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts)
+            if plan == "index":  # for the search below: the settings last the transaction
+                conn.execute(QUERIES["search_hnsw_settings"], params)
             # Not prepared: Postgres' generic plan of this query is ~3x slower than a custom
             # one (it cannot see the conversation's size); planning costs < 1 ms.
             return conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=False).fetchall()

@@ -289,17 +289,20 @@ select sr.kind, sr.id, sr.conversation_id, null, sr.first_seq, sr.last_seq, 'sum
 -- name: search_plan_inputs
 -- What memctx/retrieve/search.py chooses a search's plan from: the messages in its scope (the
 -- conversations' message_count, kept by the insert trigger) and the table's estimated rows
--- (0 before the first ANALYZE); and, for the rest of the transaction, the HNSW settings of the
--- plan past the exact scan (nothing else reads them: the exact plans never scan HNSW).
+-- (0 before the first ANALYZE).
 select coalesce(sum(c.message_count), 0)::bigint as scope_size,
        (select greatest(t.reltuples, 0)::bigint from pg_class t where t.oid = 'memctx.messages'::regclass)
-         as table_rows,
-       set_config('hnsw.iterative_scan', 'relaxed_order', true) as iterative_scan,
-       set_config('hnsw.ef_search', %(ef_search)s::text, true) as ef_search,
-       set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s::text, true) as max_scan_tuples
+         as table_rows
   from memctx.conversations c
  where c.user_id = %(user_id)s::uuid
    and (%(conversation_id)s::uuid is null or c.id = %(conversation_id)s::uuid)
+
+-- name: search_hnsw_settings
+-- The HNSW settings of the plan past the exact scan, for the rest of the transaction. Only that
+-- plan runs it (the exact plans never scan HNSW, and pgvector before 0.8 has no iterative scans).
+select set_config('hnsw.iterative_scan', 'relaxed_order', true) as iterative_scan,
+       set_config('hnsw.ef_search', %(ef_search)s::text, true) as ef_search,
+       set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s::text, true) as max_scan_tuples
 
 -- name: search_global_dense
 -- Nearest messages across all users through the HNSW index (operators, benchmarks). The

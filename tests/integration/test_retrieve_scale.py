@@ -88,7 +88,7 @@ def test_index_plan_never_comes_back_short_through_the_prepared_path(app, loaded
                 for i in range(8):  # psycopg prepares after 5 executions
                     params = _params(user, conv, _query(rng, centers), opts, scope_size=600)
                     if set_hnsw:  # the settings search.py gives the index plan's transaction
-                        conn.execute(QUERIES["search_plan_inputs"], params)
+                        conn.execute(QUERIES["search_hnsw_settings"], params)
                     rows = conn.execute(SEARCH_QUERIES[(name, "index")], params, prepare=True).fetchall()
                     dense = [r for r in rows if r["dense_rank"] is not None]
                     assert len(dense) == opts.k_dense, f"{name} run {i}: {len(dense)} dense candidates"
@@ -111,7 +111,7 @@ def test_index_plan_recall_at_50_against_the_exact_scan(app, loaded):
             for plan in ("exact", "index"):
                 with app.pool.connection() as conn:
                     params = _params(user, conv, vec, opts, scope_size=1800)
-                    conn.execute(QUERIES["search_plan_inputs"], params)
+                    conn.execute(QUERIES["search_hnsw_settings"], params)
                     rows = conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=False).fetchall()
                 lists[plan] = _ranked(rows, "dense_rank")
             assert len(lists["exact"]) == len(lists["index"]) == 50
