@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from memctx.assemble.budget import message_tokens
-from memctx.assemble.render import (GAP, MEMORY_HEADER, Line, memory_groups, memory_section, session_header, session_key,
-                                   summary_line, turn_line)
+from memctx.assemble.render import (GAP, MEMORY_HEADER, Line, gap_between, memory_groups, memory_section, session_header,
+                                   session_key, summary_line, turn_line)
 from memctx.assemble.types import Cut, Source
 from memctx.retrieve.types import Fragment, Memory
 from memctx.tokens import TokenCounter
@@ -88,11 +88,7 @@ def _insert(seqs: list[int], seq: int | None) -> int:
     at = bisect.bisect(seqs, seq)
     before, after = (seqs[at - 1] if at else None), (seqs[at] if at < len(seqs) else None)
     seqs.insert(at, seq)
-    return _gap(before, seq) + _gap(seq, after) - _gap(before, after)
-
-
-def _gap(first: int | None, then: int | None) -> int:
-    return int(first is not None and then is not None and then > first + 1)
+    return gap_between(before, seq) + gap_between(seq, after) - gap_between(before, after)
 
 
 def fill_memories(memories: Sequence[Memory], shown: set[str], budget: int, counter: TokenCounter) -> MemorySection:

@@ -70,6 +70,11 @@ def memory_groups(chosen: Sequence[tuple[Memory, Sequence[Fragment]]]) -> list[l
             for g in reversed(groups.values())]
 
 
+def gap_between(first: int | None, then: int | None) -> bool:
+    """Whether turns were skipped between two shown turns of one session (a GAP line between them)."""
+    return first is not None and then is not None and then > first + 1
+
+
 def group_lines(group: Sequence[Line]) -> list[str]:
     """A summary's line, or a session's header and turns with a gap mark between turns that were
     not said one after the other."""
@@ -79,7 +84,7 @@ def group_lines(group: Sequence[Line]) -> list[str]:
     lines, seq = [session_header(first)], None
     for line in group:
         fragment = line.fragment
-        if seq is not None and fragment.seq is not None and fragment.seq > seq + 1:
+        if gap_between(seq, fragment.seq):
             lines.append(GAP)
         lines.append(turn_line(fragment))
         seq = fragment.seq
