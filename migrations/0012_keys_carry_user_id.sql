@@ -14,42 +14,28 @@
 -- measured time).
 
 -- Conversations: the key every tenant table references, (id, user_id), becomes the primary key.
--- The foreign keys hold on to the unique index they were built on, so they go and come back
--- around the change of keys.
+-- The foreign keys to it hold on to the unique index they were built on, so they go and come
+-- back around the change of keys. Every one-column primary key gains user_id after its column
+-- (summary_boards and conversation_summaries hold one row per conversation: the upserts in
+-- memctx/sql/summaries.sql name (conversation_id, user_id)).
 do $$
 declare
+  referencing text[] := array['messages', 'summaries', 'summary_boards', 'working_memory_chunks',
+                              'conversation_summaries', 'outbox', 'context_requests', 'idempotency_keys'];
   tbl text;
-begin
-  foreach tbl in array array['messages', 'summaries', 'summary_boards', 'working_memory_chunks',
-                             'conversation_summaries', 'outbox', 'context_requests', 'idempotency_keys'] loop
-    execute format('alter table memctx.%I drop constraint %I', tbl, tbl || '_conversation_fkey');
-  end loop;
-end
-$$;
-alter table memctx.conversations drop constraint conversations_id_user_key;
-
--- Every one-column primary key gains user_id after its column (summary_boards and
--- conversation_summaries hold one row per conversation: the upserts in memctx/sql/summaries.sql
--- name (conversation_id, user_id)).
-do $$
-declare
   pk text[];
 begin
+  foreach tbl in array referencing loop
+    execute format('alter table memctx.%I drop constraint %I', tbl, tbl || '_conversation_fkey');
+  end loop;
+  alter table memctx.conversations drop constraint conversations_id_user_key;
   foreach pk slice 1 in array array[['conversations', 'id'], ['messages', 'id'], ['summaries', 'id'],
                                     ['working_memory_chunks', 'id'], ['outbox', 'id'], ['context_requests', 'id'],
                                     ['summary_boards', 'conversation_id'], ['conversation_summaries', 'conversation_id']] loop
     execute format('alter table memctx.%1$I drop constraint %2$I, add constraint %2$I primary key (%3$I, user_id)',
                    pk[1], pk[1] || '_pkey', pk[2]);
   end loop;
-end
-$$;
-
-do $$
-declare
-  tbl text;
-begin
-  foreach tbl in array array['messages', 'summaries', 'summary_boards', 'working_memory_chunks',
-                             'conversation_summaries', 'outbox', 'context_requests', 'idempotency_keys'] loop
+  foreach tbl in array referencing loop
     execute format('alter table memctx.%I add constraint %I foreign key (conversation_id, user_id)
                       references memctx.conversations (id, user_id) on delete cascade on update cascade',
                    tbl, tbl || '_conversation_fkey');
