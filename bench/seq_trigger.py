@@ -1,5 +1,5 @@
 """Seq trigger cost: N messages into one conversation in one transaction, in 100-row statements,
-with 0001's per-row conversation update (put back in a second database) against migration 0013's
+with 0001's per-row conversation update (put back in one of two throwaway databases) against migration 0013's
 per-statement counters; medians of 3, both in this process.
 
     python bench/seq_trigger.py
@@ -14,11 +14,7 @@ import uuid
 from pathlib import Path
 
 import psycopg
-from scale import create_database  # bench/ is on the path when run as a script
-
-from memctx import db
-from memctx.config import Settings
-from memctx.embed import LocalMiniLM
+from scratch import scratch_database  # bench/ is on the path when run as a script
 
 INIT = Path(__file__).resolve().parent.parent / "migrations" / "0001_init.sql"
 INSERT = ("insert into memctx.messages (conversation_id, role, content, text) "
@@ -40,10 +36,11 @@ def insert_ms(url: str, rows: int) -> float:
 
 
 def main() -> None:
-    admin_url = db.database_url(Settings())
-    embedder = LocalMiniLM()
-    old_url = create_database(admin_url, "seq_old", embedder)
-    new_url = create_database(admin_url, "seq_new", embedder)
+    with scratch_database("seq_old") as old, scratch_database("seq_new") as new:
+        compare(old.database_url, new.database_url)
+
+
+def compare(old_url: str, new_url: str) -> None:
     old_fn = re.search(r"create function memctx.messages_assign_seq\(\).*?\n\$\$;", INIT.read_text(), re.S).group(0)
     with psycopg.connect(old_url, autocommit=True) as conn:
         conn.execute("drop trigger messages_count on memctx.messages")

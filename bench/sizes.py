@@ -25,11 +25,12 @@ from psycopg.conninfo import make_conninfo
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memctx import db  # noqa: E402
-from memctx.app import open_app, prepare_database  # noqa: E402
+from memctx.app import open_app  # noqa: E402
 from memctx.config import Settings  # noqa: E402
 from memctx.embed import LocalMiniLM  # noqa: E402
 from memctx.evaluate.run import prepare, prepare_sessions  # noqa: E402
 from memctx.pipeline.longterm import close_conversation  # noqa: E402
+from scale import create_database  # noqa: E402  (bench/ is on the path when run as a script)
 
 LONG_USER = uuid.UUID(int=1)
 
@@ -97,11 +98,8 @@ def main() -> None:
     report = {}
     url = make_conninfo(admin_url, dbname=args.database)
     if args.locomo:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'drop database if exists "{args.database}" with (force)')
-            conn.execute(f'create database "{args.database}"')
         embedder = LocalMiniLM()
-        prepare_database(Settings(database_url=url), url, embedder)
+        url = create_database(admin_url, args.database, embedder)
         report["load_s"] = load_locomo(url, args.locomo, embedder)
     report.update(measure(url, shapes=bool(args.locomo)))
     print(json.dumps(report, indent=1))
