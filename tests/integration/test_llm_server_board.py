@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 import os
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from api_support import free_port
 
 from memctx.evaluate.board import first_sessions, load_samples, run_board_eval
 from memctx.summarize.extractive import ExtractiveSummarizer
@@ -64,15 +64,9 @@ def _missing() -> str | None:
 pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with log.open("wb") as out:
         server = subprocess.Popen(
