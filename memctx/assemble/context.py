@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Mapping, Protocol, Sequence
 from uuid import UUID
@@ -93,6 +94,9 @@ class ContextAssembler:
     def _assemble(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
                   opts: ContextOptions, search_options: SearchOptions | None, started: float) -> WorkingContext:
         timings: dict[str, float] = {}
+        # The query's embedding runs beside the current context's query and fitting (onnxruntime
+        # and an embeddings endpoint both release the GIL); the search waits for it.
+        query_vec = _EMBEDDINGS.submit(self.search.embed_query, ask["content"])
         available = budget - fixed
         current_share, _ = shares(available, opts.current_share)
         rows = self._current_rows(user, conversation, opts.recent_turns)
@@ -107,7 +111,7 @@ class ContextAssembler:
         k = min(base.k_dense, max(100, memory_budget // 20))
         sopts = replace(base, limit=opts.memory_candidates, k_dense=k, k_lexical=min(base.k_lexical, k))
         memories = self.search.search(user, ask["content"], conversation if opts.scope == "conversation" else None,
-                                      options=sopts)
+                                      options=sopts, query_vec=query_vec.result())
         timings["search"] = _ms(t0)
         report, external_messages, external_sources, external_tokens = None, [], [], 0
         if self.external is not None:
@@ -220,6 +224,12 @@ class ContextAssembler:
         return WorkingContext(mode="status_quo", messages=messages, budget=budget, tokens=total,
                               sections=[SectionReport("current", budget - fixed, total - fixed, len(kept))],
                               sources=sources, cuts=cuts, timings_ms={"total": _ms(started)})
+
+
+# Query embeddings for every assembler: a call holds one thread of it while its own thread reads
+# the current context. More threads than cores is deliberate: an OpenAI-compatible embedder
+# mostly waits on the network.
+_EMBEDDINGS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="memctx-query-embed")
 
 
 def _chat_role(role: str) -> str:
