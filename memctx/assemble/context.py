@@ -26,6 +26,7 @@ from memctx.assemble.memories import fill_memories
 from memctx.assemble.render import external_block, external_section
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.retrieve.search import MemorySearch, SearchOptions
+from memctx.retrieve.types import Memory
 from memctx.search import SearchReport, WebResult, WebSearch
 from memctx.search.clean import cut
 from memctx.sql import QUERIES
@@ -94,25 +95,24 @@ class ContextAssembler:
     def _assemble(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
                   opts: ContextOptions, search_options: SearchOptions | None, started: float) -> WorkingContext:
         timings: dict[str, float] = {}
-        # The query's embedding runs beside the current context's query and fitting (onnxruntime
-        # and an embeddings endpoint both release the GIL); the search waits for it.
-        query_vec = _EMBEDDINGS.submit(self.search.embed_query, ask["content"])
         available = budget - fixed
-        current_share, _ = shares(available, opts.current_share)
+        current_share, memory_share = shares(available, opts.current_share)
+        base = search_options or self.search.options
+        # Candidates scale with the memories' share: ~20 tokens per candidate turn is more than enough.
+        k = min(base.k_dense, max(100, memory_share // 20))
+        sopts = replace(base, limit=opts.memory_candidates, k_dense=k, k_lexical=min(base.k_lexical, k))
+        # The memory search (query embedding, SQL, fusion) needs nothing of the current context:
+        # it runs beside the current context's query and fitting (onnxruntime, an embeddings
+        # endpoint and the database all release the GIL).
+        searching = _SEARCHES.submit(self._search, user, conversation if opts.scope == "conversation" else None,
+                                     ask["content"], sopts)
         rows = self._current_rows(user, conversation, opts.recent_turns)
         timings["current_sql"] = _ms(started)
         items, cuts, current_messages, current_tokens = self._fit_current(rows, opts, current_share)
         # External results get their share first; what they leave flows to the memories below.
         external_budget = min(int(available * opts.external_share), available - current_tokens) if self.external else 0
         memory_budget = available - current_tokens - external_budget
-        t0 = time.perf_counter()
-        base = search_options or self.search.options
-        # Candidates scale with the room: ~20 tokens per candidate turn is more than enough.
-        k = min(base.k_dense, max(100, memory_budget // 20))
-        sopts = replace(base, limit=opts.memory_candidates, k_dense=k, k_lexical=min(base.k_lexical, k))
-        memories = self.search.search(user, ask["content"], conversation if opts.scope == "conversation" else None,
-                                      options=sopts, query_vec=query_vec.result())
-        timings["search"] = _ms(t0)
+        memories, timings["search"] = searching.result()
         report, external_messages, external_sources, external_tokens = None, [], [], 0
         if self.external is not None:
             t0 = time.perf_counter()
@@ -162,6 +162,12 @@ class ContextAssembler:
         cuts = fit_current(items, share, self.counter, self.compressor, refill=refill)
         messages = items.messages()
         return items, cuts, messages, sum(message_tokens(self.counter, m["role"], m["content"]) for m in messages)
+
+    def _search(self, user: UUID, conversation: UUID | None, query: str,
+                options: SearchOptions) -> tuple[list[Memory], float]:
+        """The memories for `query` and the milliseconds their search took."""
+        started = time.perf_counter()
+        return self.search.search(user, query, conversation, options=options), _ms(started)
 
     def _current_rows(self, user: UUID, conversation: UUID, recent: int) -> list[dict[str, Any]]:
         with self.pool.connection() as conn:
@@ -226,10 +232,10 @@ class ContextAssembler:
                               sources=sources, cuts=cuts, timings_ms={"total": _ms(started)})
 
 
-# Query embeddings for every assembler: a call holds one thread of it while its own thread reads
-# the current context. More threads than cores is deliberate: an OpenAI-compatible embedder
-# mostly waits on the network.
-_EMBEDDINGS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="memctx-query-embed")
+# Memory searches of every assembler: a call holds one thread of it while its own thread reads
+# the current context. Threads start on demand; the cap is above any connection pool's size, so
+# the pool, not this, limits concurrent searches.
+_SEARCHES = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-search")
 
 
 def _chat_role(role: str) -> str:
