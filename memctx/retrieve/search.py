@@ -20,7 +20,7 @@ from uuid import UUID
 import numpy as np
 from psycopg_pool import ConnectionPool
 
-from memctx.embed import Embedder
+from memctx.embed import Embedder, embed_query
 from memctx.retrieve.fusion import FusionWeights, rrf
 from memctx.retrieve.lexical import QueryAnalysis, analyze
 from memctx.retrieve.queries import SEARCH_QUERIES
@@ -108,7 +108,7 @@ class MemorySearch:
         return self.reranker.rerank(query, memories)[:limit]
 
     def embed_query(self, query: str) -> np.ndarray:
-        return self.embedder.embed([query])[0]
+        return embed_query(self.embedder, query)
 
     def fetch(self, user: UUID, analysis: QueryAnalysis, vec: np.ndarray, conversation: UUID | None,
               time_range: TimeRange | None, opts: SearchOptions) -> list[dict[str, Any]]:
