@@ -30,6 +30,7 @@ from memctx.retrieve.types import Fragment, Memory, Provenance
 from memctx.sql import QUERIES
 
 TimeRange = tuple[datetime | None, datetime | None]
+Scope = tuple[UUID, UUID | None]  # (user, conversation; None: all of the user's)
 NAMED_RANGES = ("today", "week", "month", "all")
 _SPANS = {"week": timedelta(days=7), "month": timedelta(days=30)}
 
@@ -92,7 +93,8 @@ class MemorySearch:
         self.embedder = embedder
         self.options = options or SearchOptions()
         self.reranker = reranker or NoRerank()
-        self._speakers: OrderedDict[tuple[UUID, UUID | None], tuple[str, ...]] = OrderedDict()
+        self._speakers: OrderedDict[Scope, tuple[str, ...]] = OrderedDict()
+        self._plan_inputs: OrderedDict[Scope, Mapping[str, int]] = OrderedDict()  # see `fetch`
 
     def search(self, user: UUID, query: str, conversation: UUID | None = None, time_range: TimeRange | None = None,
                limit: int | None = None, threshold: float | None = None, *,
@@ -112,7 +114,14 @@ class MemorySearch:
 
     def fetch(self, user: UUID, analysis: QueryAnalysis, vec: np.ndarray, conversation: UUID | None,
               time_range: TimeRange | None, opts: SearchOptions) -> list[dict[str, Any]]:
-        """The candidate rows of one round trip (hits and their neighbours, in order)."""
+        """The candidate rows of one round trip (hits and their neighbours, in order).
+
+        The plan comes from the scope's size as the previous search of the same scope read it:
+        `search_plan_inputs` runs in the search's round trip, after it, for the next search (the
+        first search of a scope reads it before). Being one search behind can only pick a slower
+        or a less exact plan once: a scope that just grew past `exact_limit` gets one more exact
+        scan.
+        """
         since, until = time_range or (None, None)
         k_pool = pool_size(opts)
         params = {"user_id": user, "conversation_id": conversation, "query_vec": vec, "tsquery": analysis.tsquery,
@@ -122,27 +131,44 @@ class MemorySearch:
                   "max_scan_tuples": opts.max_scan_tuples}
         name = "search_conversation" if conversation else "search_user"
         with self.pool.connection() as conn:
-            inputs = conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
+            inputs = self._plan_inputs.get((user, conversation))
+            if inputs is None:
+                inputs = conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
             params["scope_size"] = inputs["scope_size"]
             plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts)
-            if plan == "index":  # for the search below: the settings last the transaction
-                conn.execute(QUERIES["search_hnsw_settings"], params)
-            # Not prepared: Postgres' generic plan of this query is ~3x slower than a custom
-            # one (it cannot see the conversation's size); planning costs < 1 ms.
-            return conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=False).fetchall()
+            # One pipeline: the transaction, the search and the next plan inputs in one round trip.
+            with conn.pipeline(), conn.transaction():
+                if plan == "index":  # for the search below: the settings last the transaction
+                    conn.execute(QUERIES["search_hnsw_settings"], params)
+                # Not prepared: Postgres' generic plan of this query is ~3x slower than a custom
+                # one (it cannot see the conversation's size); planning costs < 1 ms.
+                rows = conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=False)
+                fresh = conn.execute(QUERIES["search_plan_inputs"], params)
+            _remember(self._plan_inputs, (user, conversation), fresh.fetchone())
+            return rows.fetchall()
 
     def speakers(self, user: UUID, conversation: UUID | None) -> tuple[str, ...]:
         """The speaker names of the conversation, or of all of the user's conversations (cached;
         speakers rarely change)."""
-        key = (user, conversation)
-        if key not in self._speakers:
-            with self.pool.connection() as conn:
-                rows = conn.execute(QUERIES["conversation_speakers"],
-                                    {"user_id": user, "conversation_id": conversation}).fetchall()
-            self._speakers[key] = tuple(sorted(r["speaker"] for r in rows if r["speaker"]))
-            if len(self._speakers) > 1024:
-                self._speakers.popitem(last=False)
-        return self._speakers[key]
+        known = self._speakers.get((user, conversation))
+        if known is not None:
+            return known
+        with self.pool.connection() as conn:
+            rows = conn.execute(QUERIES["conversation_speakers"],
+                                {"user_id": user, "conversation_id": conversation}).fetchall()
+        speakers = tuple(sorted(r["speaker"] for r in rows if r["speaker"]))
+        _remember(self._speakers, (user, conversation), speakers)
+        return speakers
+
+CACHED_SCOPES = 1024
+
+
+def _remember(cache: OrderedDict[Scope, Any], key: Scope, value: Any) -> None:
+    """Cache `value` for a scope, forgetting the scope stored longest ago past CACHED_SCOPES."""
+    cache.pop(key, None)
+    cache[key] = value
+    if len(cache) > CACHED_SCOPES:
+        cache.popitem(last=False)
 
 
 # What one tuple visited by a filtered HNSW scan costs, in rows of the exact scan (index
