@@ -63,6 +63,20 @@ CREATE SCHEMA memctx_queue;
 
 
 --
+-- Name: btree_gin; Type: EXTENSION; Schema: -; Owner: -
+--
+
+CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public;
+
+
+--
+-- Name: EXTENSION btree_gin; Type: COMMENT; Schema: -; Owner: -
+--
+
+COMMENT ON EXTENSION btree_gin IS 'support for indexing common datatypes in GIN';
+
+
+--
 -- Name: vector; Type: EXTENSION; Schema: -; Owner: -
 --
 
@@ -1013,13 +1027,6 @@ CREATE INDEX messages_embedding_hnsw ON memctx.messages USING hnsw (embedding pu
 
 
 --
--- Name: messages_tsv_idx; Type: INDEX; Schema: memctx; Owner: -
---
-
-CREATE INDEX messages_tsv_idx ON memctx.messages USING gin (tsv);
-
-
---
 -- Name: messages_unembedded_idx; Type: INDEX; Schema: memctx; Owner: -
 --
 
@@ -1038,6 +1045,13 @@ CREATE INDEX messages_user_idx ON memctx.messages USING btree (user_id, conversa
 --
 
 CREATE INDEX messages_user_recent_idx ON memctx.messages USING btree (user_id, created_at DESC, seq DESC);
+
+
+--
+-- Name: messages_user_tsv_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX messages_user_tsv_idx ON memctx.messages USING gin (user_id, tsv);
 
 
 --
