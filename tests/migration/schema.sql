@@ -1027,6 +1027,13 @@ CREATE INDEX messages_embedding_hnsw ON memctx.messages USING hnsw (embedding pu
 
 
 --
+-- Name: messages_scope_tsv_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX messages_scope_tsv_idx ON memctx.messages USING gin (user_id, conversation_id, tsv);
+
+
+--
 -- Name: messages_unembedded_idx; Type: INDEX; Schema: memctx; Owner: -
 --
 
@@ -1045,13 +1052,6 @@ CREATE INDEX messages_user_idx ON memctx.messages USING btree (user_id, conversa
 --
 
 CREATE INDEX messages_user_recent_idx ON memctx.messages USING btree (user_id, created_at DESC, seq DESC);
-
-
---
--- Name: messages_user_tsv_idx; Type: INDEX; Schema: memctx; Owner: -
---
-
-CREATE INDEX messages_user_tsv_idx ON memctx.messages USING gin (user_id, tsv);
 
 
 --
