@@ -41,7 +41,8 @@ def _block(queries, name: str) -> sql.SQL:
 
 def signal_sql(signals: Sequence[Signal]) -> dict[str, sql.Composable]:
     """The placeholders' SQL generated from the signal list."""
-    candidates = _join((sql.SQL("select {} as signal, id, rank from {}").format(sql.Literal(s.name), sql.Identifier(s.cte))
+    candidates = _join((sql.SQL("select {} as signal, id, conversation_id, seq, rank from {}").format(
+                            sql.Literal(s.name), sql.Identifier(s.cte))
                         for s in signals), "\n          union all ")
     ranks = _join(sql.SQL("min(c.rank) filter (where c.signal = {}) as {}").format(
         sql.Literal(s.name), sql.Identifier(s.rank_column)) for s in signals)

@@ -2,8 +2,9 @@
 read from their rows, the provenance with its JSON, the fusion weights and the settings that
 weigh them.
 
-Adding a signal means: its candidate CTE (columns id, rank) in both search queries of
-`memctx/sql/retrieve.sql`, one entry here, and its weight `search_weight_<name>` in `Settings`.
+Adding a signal means: its candidate CTE (columns id, conversation_id, seq, rank) in both search
+queries of `memctx/sql/retrieve.sql`, one entry here, and its weight `search_weight_<name>` in
+`Settings`.
 `memctx.retrieve.queries` generates the rest of the SQL (the hits' rank columns) from this list.
 """
 
@@ -16,7 +17,7 @@ from typing import Any, Mapping
 @dataclass(frozen=True)
 class Signal:
     name: str  # the candidate list's name: its weight and its entry in provenance's matched_by
-    cte: str  # the search queries' CTE of the list's candidates: (id, 1-based rank)
+    cte: str  # the search queries' CTE of the list's candidates: (id, conversation_id, seq, 1-based rank)
     seed_weight: float  # seed 004's weight; Settings holds the tuned one
     # A relevance list (what the query is about, not when): search_user ranks summaries on it too
     # (summary_ranked.<rank_column>), and a partner turn ranked on it is worth pairing.

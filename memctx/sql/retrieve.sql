@@ -19,7 +19,8 @@
 -- `search_dense_*` and `search_lexical_*` blocks, `search_hits`, `search_message_rows`) and
 -- with the per-signal columns it generates from the list of retrieval signals
 -- (memctx/retrieve/signals.py). A signal is a CTE of both queries named after the signal's
--- `cte`, with columns (id, rank): 1-based rank, best first, within its top k.
+-- `cte`, with columns (id, conversation_id, seq, rank): rank 1-based, best first, within its
+-- top k.
 -- Braces are reserved for placeholders in these blocks, comments included.
 --
 -- Parameters shared by the search blocks:
@@ -49,35 +50,35 @@ scope as not materialized (
 )
 
 -- name: search_hits
--- (Shared block.) Every candidate message once, with its rank in each signal's list (null = not
--- in it); then the hits' positions and the ids of the hits and their ±window neighbours (never
--- limited to the scope's time range: a hit keeps its pair).
+-- (Shared block.) Every candidate message once, with its position and its rank in each signal's
+-- list (null = not in it); then the rows of the hits and of their ±window neighbours, read
+-- once each where the neighbours are found (never limited to the scope's time range: a hit
+-- keeps its pair).
 hits as (
-  select c.id, {ranks}
+  select c.id, c.conversation_id, c.seq, {ranks}
     from ({candidates}) c
-   group by c.id
-), hit_rows as (
-  -- lookups per hit (`offset 0` keeps the planner from joining a guessed number of hits to a
-  -- scan of the table)
-  select m.conversation_id, m.seq
-    from hits cross join lateral (select m.conversation_id, m.seq from memctx.messages m where m.id = hits.id offset 0) m
+   group by c.id, c.conversation_id, c.seq
 ), wanted as (
-  select distinct m.id
-    from hit_rows h
-   cross join lateral (select m.id from memctx.messages m
-                        where m.conversation_id = h.conversation_id
-                          and m.seq between h.seq - %(window)s and h.seq + %(window)s offset 0) m
+  -- one range lookup per hit (`offset 0` keeps the planner from joining a guessed number of
+  -- hits to a scan of the table)
+  select distinct on (m.id) m.*
+    from hits h
+   cross join lateral (
+     select m.id, m.conversation_id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
+            m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
+            1 - (m.embedding <=> %(query_vec)s::vector) as similarity
+       from memctx.messages m
+      where m.conversation_id = h.conversation_id and m.seq between h.seq - %(window)s and h.seq + %(window)s
+     offset 0) m
+   order by m.id
 )
 
 -- name: search_message_rows
 -- (Shared block.) The rows of the hits and their neighbours, each with its ranks.
-select 'message'::text as kind, m.id, m.conversation_id, m.seq, m.seq as first_seq, m.seq as last_seq,
-       m.role, m.text, m.external_id, m.token_count, m.created_at,
-       m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
-       1 - (m.embedding <=> %(query_vec)s::vector) as similarity,
+select 'message'::text as kind, w.id, w.conversation_id, w.seq, w.seq as first_seq, w.seq as last_seq,
+       w.role, w.text, w.external_id, w.token_count, w.created_at, w.speaker, w.session, w.similarity,
        {hit_ranks}, hits.id is not null as is_hit
   from wanted w
- cross join lateral (select m.* from memctx.messages m where m.id = w.id offset 0) m
   left join hits on hits.id = w.id
 
 -- name: search_dense_exact
@@ -138,8 +139,8 @@ dense_index as materialized (
 -- turns of the same conversation (a turn inside a relevant stretch of conversation ranks above
 -- an isolated look-alike; smooth = 0 turns this off), top k_dense.
 dense as (
-  select x.id, row_number() over (order by x.score desc, x.seq desc) as rank
-    from (select t.id, t.seq, t.near,
+  select x.id, x.conversation_id, x.seq, row_number() over (order by x.score desc, x.seq desc) as rank
+    from (select t.id, t.conversation_id, t.seq, t.near,
                  t.sim + %(smooth)s::float8 * (coalesce(lag(t.sim) over w, 0) + coalesce(lead(t.sim) over w, 0)) / 2
                    as score
             from dense_turns t window w as (partition by t.conversation_id order by t.seq)) x
@@ -179,8 +180,8 @@ turns as materialized (
    cross join stats s
    group by x.id
 ), lexical as (
-  select x.id, row_number() over (order by x.score desc, x.seq desc) as rank
-    from (select t.id, t.seq,
+  select x.id, x.conversation_id, x.seq, row_number() over (order by x.score desc, x.seq desc) as rank
+    from (select t.id, t.conversation_id, t.seq,
                  coalesce(b.score, 0) + %(smooth)s::float8
                    * (coalesce(lag(b.score) over w, 0) + coalesce(lead(b.score) over w, 0)) / 2 as score
             from turns t left join bm25 b on b.id = t.id
@@ -223,7 +224,7 @@ stats as (
   -- twice k_lexical before the join: a neighbour past either end of a conversation is no turn
   select x.* from lexical_spread x where x.score > 0 order by x.score desc, x.seq desc limit 2 * %(k_lexical)s
 ), lexical as (
-  select m.id, row_number() over (order by x.score desc, x.seq desc) as rank
+  select m.id, x.conversation_id, x.seq, row_number() over (order by x.score desc, x.seq desc) as rank
     from lexical_top x
    cross join lateral (select m.id from scope m where m.conversation_id = x.conversation_id and m.seq = x.seq offset 0) m
    order by x.score desc, x.seq desc
@@ -234,7 +235,7 @@ stats as (
 -- Candidates of one conversation: the relevance lists, the most recent k, each with its rank,
 -- plus the neighbours (±window turns) of every candidate for pairing and context.
 with {scope}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
-  select m.id, row_number() over (order by m.seq desc) as rank
+  select m.id, m.conversation_id, m.seq, row_number() over (order by m.seq desc) as rank
     from scope m
    where m.text <> ''
    order by m.seq desc
@@ -248,7 +249,7 @@ with {scope}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
 -- user's messages (exact scans over the user_id btree), the most recent k, with neighbours; and
 -- their live summaries and long-term conversation summaries.
 with {scope}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
-  select m.id, row_number() over (order by m.created_at desc, m.seq desc) as rank
+  select m.id, m.conversation_id, m.seq, row_number() over (order by m.created_at desc, m.seq desc) as rank
     from scope m
    where m.text <> ''
    order by m.created_at desc, m.seq desc

@@ -56,7 +56,7 @@ def test_the_signal_list_drives_the_search_queries_rank_columns():
     for name, plan in ((n, p) for n in SEARCHES for p in PLANS):
         text = compose(name, (*SIGNALS, clicks), plan=plan)
         assert "{" not in text and "}" not in text  # every placeholder filled
-        assert text.count("select 'clicks' as signal, id, rank from \"clicks\"") == 1
+        assert text.count("select 'clicks' as signal, id, conversation_id, seq, rank from \"clicks\"") == 1
         assert text.count('min(c.rank) filter (where c.signal = \'clicks\') as "clicks_rank"') == 1
         assert text.count('"hits"."clicks_rank"') == 1  # in the rows returned
         assert text.count("%(since)s::timestamptz is null") == 1  # the scope and its time range: once
