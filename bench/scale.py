@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -152,6 +153,23 @@ def fill_realistic(args, embedder, log):
     return fill
 
 
+def heavy_index(url: str, maintenance_work_mem: str, build_workers: int) -> float | None:
+    """The operator's step of docs/SCALING.md for the heavy user: a partial HNSW index on its
+    messages alone, so its user-wide search takes the HNSW pool without testing other users'
+    rows. Built when missing; returns the build's seconds (None when it existed)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("select to_regclass('memctx.messages_embedding_hnsw_heavy') is not null").fetchone()[0]:
+            return None
+        conn.execute(f"set maintenance_work_mem = '{maintenance_work_mem}'")
+        conn.execute(f"set max_parallel_maintenance_workers = {int(build_workers)}")
+        t = time.perf_counter()
+        conn.execute(sql.SQL("create index messages_embedding_hnsw_heavy on memctx.messages using hnsw "
+                             "(embedding vector_cosine_ops) with (m = 16, ef_construction = 64) "
+                             "where user_id = {}").format(sql.Literal(str(realistic.HEAVY_USER))))
+        conn.execute("analyze memctx.messages")
+        return round(time.perf_counter() - t, 1)
+
+
 def sizes(conn: psycopg.Connection) -> dict:
     """Database and messages-table bytes, and bytes per message of the heap (with TOAST) and each index."""
     row = conn.execute("select pg_database_size(current_database()), pg_total_relation_size('memctx.messages'), "
@@ -240,6 +258,8 @@ def main() -> None:
                         help="build the HNSW index after the load, or keep it during the load")
     parser.add_argument("--maintenance-work-mem", default="1GB", help="for the HNSW build")
     parser.add_argument("--build-workers", type=int, default=2, help="max_parallel_maintenance_workers")
+    parser.add_argument("--heavy-index", action="store_true",
+                        help="realistic: a partial HNSW index on the heavy user's messages (docs/SCALING.md)")
     args = parser.parse_args()
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     per, convs = args.per_conversation, args.conversations_per_user
@@ -260,6 +280,8 @@ def main() -> None:
         url = create_database(admin_url, args.database, embedder)
         loaded = load(url, fill, log, hnsw=args.hnsw, maintenance_work_mem=args.maintenance_work_mem,
                       build_workers=args.build_workers)
+    if args.heavy_index and args.shape == "realistic":
+        loaded["heavy_index_s"] = heavy_index(url, args.maintenance_work_mem, args.build_workers)
     log("measuring")
     load_before = os.getloadavg()
     results = measure(url, users, args.queries, np.random.default_rng(1), args.shape, args.source)
