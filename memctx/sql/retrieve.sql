@@ -116,22 +116,20 @@ dense_index as materialized (
            order by (m.embedding <=> %(query_vec)s::vector) + 0
            limit %(k_pool)s) e
    where (select count(*) from dense_index) < %(k_pool)s
-), dense_near as (
-  -- `offset 0` keeps each lateral a lookup per row (one index range per pool turn): pulled up,
-  -- the planner, which cannot estimate the pool, joined it to a scan of the whole scope
-  select m.id, min(abs(m.seq - p.seq)) as near
-    from dense_pool p
-   cross join lateral (select m.id, m.seq from scope m
-                        where m.conversation_id = p.conversation_id and m.seq between p.seq - 2 and p.seq + 2
-                       offset 0) m
-   group by m.id
 ), dense_turns as (
-  select m.id, m.conversation_id, m.seq, n.near, m.sim
-    from dense_near n
+  -- `offset 0` keeps each lateral a lookup per row (one index range per pool turn): pulled up,
+  -- the planner, which cannot estimate the pool, joined it to a scan of the whole scope. The
+  -- range reads each turn's row, so its similarity is taken there (a turn near two pool turns
+  -- is scored twice, alike).
+  select m.id, m.conversation_id, m.seq, min(abs(m.seq - p.seq)) as near, m.sim
+    from dense_pool p
    cross join lateral (
      select m.id, m.conversation_id, m.seq,
             case when m.embedding is not null and m.text <> '' then 1 - (m.embedding <=> %(query_vec)s::vector) end as sim
-       from memctx.messages m where m.id = n.id offset 0) m
+       from scope m
+      where m.conversation_id = p.conversation_id and m.seq between p.seq - 2 and p.seq + 2
+     offset 0) m
+   group by m.id, m.conversation_id, m.seq, m.sim
 )
 
 -- name: search_dense_rank
