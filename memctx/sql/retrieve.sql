@@ -325,10 +325,13 @@ with conv as (
   select s.id, s.level, s.is_master, s.content, s.first_seq, s.last_seq, s.token_count
     from memctx.live_summaries s join conv on s.conversation_id = conv.id
 ), recent as (
+  -- The conversation by its parameter, not through conv: a join hides the value from the
+  -- planner, which then read every turn of the conversation and sorted them (8 ms at 5,000
+  -- turns) instead of reading the last few backwards from (user_id, conversation_id, seq).
   select m.id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
          m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session
-    from memctx.messages m join conv on m.conversation_id = conv.id
-   where m.user_id = %(user_id)s::uuid
+    from memctx.messages m
+   where m.user_id = %(user_id)s::uuid and m.conversation_id = %(conversation_id)s::uuid
    order by m.seq desc
    limit %(recent_limit)s
 )
