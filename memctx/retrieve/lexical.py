@@ -2,7 +2,9 @@
 
 Owns: turning a user's free text into a safe `to_tsquery` OR-expression (no user text ever
 reaches tsquery syntax), spotting names of known speakers (which rarely occur in the text of
-their own turns and are better used as a speaker signal) and questions about time. Pure; no I/O.
+their own turns and are better used as a speaker signal), the text the dense list embeds (the
+named speakers in the first person, as their own turns speak) and questions about time. Pure;
+no I/O.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class QueryAnalysis:
     terms: tuple[str, ...]  # lower-case content words, in order, without duplicates
     speakers: tuple[str, ...]  # known speaker names mentioned in the query
     temporal: bool  # the query asks when / how long
+    dense_text: str  # what the dense list embeds: `text` with the named speakers in the first person
 
     @property
     def tsquery(self) -> str:
@@ -50,4 +53,19 @@ def analyze(text: str, speakers: Iterable[str] = ()) -> QueryAnalysis:
             continue
         seen.setdefault(lower, None)
     return QueryAnalysis(text=text, terms=tuple(seen), speakers=tuple(named),
-                         temporal=bool(_TEMPORAL.search(text)))
+                         temporal=bool(_TEMPORAL.search(text)), dense_text=first_person(text, named))
+
+
+def first_person(text: str, names: Iterable[str]) -> str:
+    """`text` with each of `names` in the first person ("What does Melanie do with Melanie's
+    kids?" → "What does I do with my kids?").
+
+    A speaker's own turns say "I" and "my", never their name (the other speaker's turns do):
+    embedded with the name, a question about a person comes nearest the turns addressed to them
+    rather than the turns they said. On the LoCoMo dev split this took pooled recall at 2,000
+    tokens from 80.3 to 82.6 % (docs/BENCHMARKS.md). Grammar suffers; the embedding does not mind.
+    """
+    for name in names:
+        text = re.sub(rf"\b{re.escape(name)}['’]s\b", "my", text, flags=re.I)
+        text = re.sub(rf"\b{re.escape(name)}\b", "I", text, flags=re.I)
+    return text

@@ -103,8 +103,8 @@ class MemorySearch:
         opts = options or self.options
         limit = opts.limit if limit is None else limit
         threshold = opts.threshold if threshold is None else threshold
-        vec = self.embed_query(query) if query_vec is None else query_vec
         analysis = analyze(query, self.speakers(user, conversation))
+        vec = self.embed_query(analysis.dense_text) if query_vec is None else query_vec
         rows = self.fetch(user, analysis, vec, conversation, time_range, opts)
         memories = build_memories(rows, analysis, opts, threshold)
         return self.reranker.rerank(query, memories)[:limit]

@@ -1,0 +1,21 @@
+"""Query analysis: the text the dense list embeds."""
+
+from memctx.retrieve.lexical import analyze, first_person
+
+
+def test_a_named_speaker_is_asked_about_in_the_first_person_as_their_own_turns_speak():
+    a = analyze("What do Melanie's kids like, and what does Melanie paint?", ["Caroline", "Melanie"])
+    assert a.dense_text == "What do my kids like, and what does I paint?"
+    assert a.text == "What do Melanie's kids like, and what does Melanie paint?"  # full text and display keep it
+    assert a.speakers == ("Melanie",)
+
+
+def test_first_person_replaces_whole_names_only_in_any_case_and_either_apostrophe():
+    assert first_person("Did CAROLINE and melanie’s dog meet Anabel?", ["Caroline", "Melanie", "Ana"]) \
+        == "Did I and my dog meet Anabel?"
+
+
+def test_a_query_naming_no_speaker_is_embedded_as_it_is():
+    text = "What  breed is the dog?"
+    assert analyze(text, ["Ana", "Ben"]).dense_text == text
+    assert analyze(text).dense_text == text
