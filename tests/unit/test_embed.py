@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memctx.embed import LocalMiniLM
+from memctx.embed import LocalMiniLM, embed_query
 
 REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "minilm_fp32_reference.json"
 
@@ -59,3 +59,13 @@ def test_capped_batches_give_the_same_vectors():
     capped = LocalMiniLM(batch_size=64, max_batch_tokens=200).embed(texts)
     uncapped = LocalMiniLM(batch_size=64, max_batch_tokens=10**9).embed(texts)
     assert np.allclose(capped, uncapped, atol=1e-4)
+
+
+def test_queries_run_on_their_own_session_and_land_in_the_same_space(local):
+    """A search query goes through the one-thread, non-spinning session: the same vector as the
+    batch session's, so queries and stored turns stay comparable."""
+    texts = ["When did Melanie paint a sunrise?", "What do my kids like?", "camping by the lake"]
+    assert local._query_session is not local._session
+    assert local._query_session.get_session_options().intra_op_num_threads == 1
+    assert np.allclose(local.embed_queries(texts), local.embed(texts), atol=1e-5)
+    assert np.allclose(embed_query(local, texts[0]), local.embed(texts[:1])[0], atol=1e-5)
