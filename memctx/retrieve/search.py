@@ -160,6 +160,7 @@ class MemorySearch:
         _remember(self._speakers, (user, conversation), speakers)
         return speakers
 
+
 CACHED_SCOPES = 1024
 
 
