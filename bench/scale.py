@@ -107,8 +107,7 @@ def load(url: str, fill, log, *, hnsw: str = "after", maintenance_work_mem: str 
     timings = {"hnsw": hnsw}
     with psycopg.connect(url, autocommit=True, options=f"-c search_path={db.SEARCH_PATH.replace(' ', '')}") as conn:
         conn.execute("set session_replication_role = replica")
-        conn.execute(f"set maintenance_work_mem = '{maintenance_work_mem}'")
-        conn.execute(f"set max_parallel_maintenance_workers = {int(build_workers)}")
+        index_build_settings(conn, maintenance_work_mem, build_workers)
         if hnsw == "after":
             conn.execute("drop index memctx.messages_embedding_hnsw")  # rebuilt after the load
         t = time.perf_counter()
@@ -116,10 +115,7 @@ def load(url: str, fill, log, *, hnsw: str = "after", maintenance_work_mem: str 
         timings["load_s"] = round(time.perf_counter() - t, 1)
         log(f"loaded in {timings['load_s']} s")
         if hnsw == "after":
-            t = time.perf_counter()
-            conn.execute("create index messages_embedding_hnsw on memctx.messages using hnsw "
-                         "(embedding vector_cosine_ops) with (m = 16, ef_construction = 64)")
-            timings["hnsw_build_s"] = round(time.perf_counter() - t, 1)
+            timings["hnsw_build_s"] = create_hnsw(conn, "messages_embedding_hnsw")
             log(f"HNSW built in {timings['hnsw_build_s']} s")
         t = time.perf_counter()
         conn.execute("vacuum analyze memctx.messages")
@@ -153,6 +149,21 @@ def fill_realistic(args, embedder, log):
     return fill
 
 
+def index_build_settings(conn: psycopg.Connection, maintenance_work_mem: str, build_workers: int) -> None:
+    conn.execute(f"set maintenance_work_mem = '{maintenance_work_mem}'")
+    conn.execute(f"set max_parallel_maintenance_workers = {int(build_workers)}")
+
+
+def create_hnsw(conn: psycopg.Connection, name: str, where: sql.Composable | None = None) -> float:
+    """Build an HNSW cosine index on the messages' embeddings (0001's parameters), partial when
+    `where` is given; returns the build's seconds."""
+    partial = sql.SQL(" where {}").format(where) if where is not None else sql.SQL("")
+    t = time.perf_counter()
+    conn.execute(sql.SQL("create index {} on memctx.messages using hnsw (embedding vector_cosine_ops) "
+                         "with (m = 16, ef_construction = 64){}").format(sql.Identifier(name), partial))
+    return round(time.perf_counter() - t, 1)
+
+
 def heavy_index(url: str, maintenance_work_mem: str, build_workers: int) -> float | None:
     """The operator's step of docs/SCALING.md for the heavy user: a partial HNSW index on its
     messages alone, so its user-wide search takes the HNSW pool without testing other users'
@@ -160,14 +171,11 @@ def heavy_index(url: str, maintenance_work_mem: str, build_workers: int) -> floa
     with psycopg.connect(url, autocommit=True) as conn:
         if conn.execute("select to_regclass('memctx.messages_embedding_hnsw_heavy') is not null").fetchone()[0]:
             return None
-        conn.execute(f"set maintenance_work_mem = '{maintenance_work_mem}'")
-        conn.execute(f"set max_parallel_maintenance_workers = {int(build_workers)}")
-        t = time.perf_counter()
-        conn.execute(sql.SQL("create index messages_embedding_hnsw_heavy on memctx.messages using hnsw "
-                             "(embedding vector_cosine_ops) with (m = 16, ef_construction = 64) "
-                             "where user_id = {}").format(sql.Literal(str(realistic.HEAVY_USER))))
+        index_build_settings(conn, maintenance_work_mem, build_workers)
+        seconds = create_hnsw(conn, "messages_embedding_hnsw_heavy",
+                              sql.SQL("user_id = {}").format(sql.Literal(str(realistic.HEAVY_USER))))
         conn.execute("analyze memctx.messages")
-        return round(time.perf_counter() - t, 1)
+        return seconds
 
 
 def sizes(conn: psycopg.Connection) -> dict:
