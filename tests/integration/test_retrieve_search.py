@@ -188,3 +188,29 @@ def test_dense_candidates_are_the_exact_top_k(app):
             "until": None, "k_dense": 30, "k_lexical": 1, "k_recent": 0, "window": 0, "smooth": 0.0}).fetchall()
     assert {r["id"] for r in got if r["dense_rank"] is not None} == exact
     assert analyze("").tsquery == ""
+
+
+FIRST_PERSON_CHAT = [
+    ("user", "Hey Melanie! How was your weekend? Did the kids like the museum?", "Caroline"),
+    ("assistant", "I took my kids camping by the lake and we roasted marshmallows.", "Melanie"),
+    ("user", "That sounds like fun. I spent mine at a support group.", "Caroline"),
+    ("assistant", "I also finished a pottery bowl in my class on Saturday.", "Melanie"),
+]
+
+
+def test_the_dense_list_embeds_a_named_speaker_in_the_first_person(app):
+    """A question about a named speaker is embedded as that speaker's own turns speak."""
+    user = uuid.uuid4()
+    conv = _store(app, user, FIRST_PERSON_CHAT, "first-person")
+    query = "What does Melanie do with Melanie's kids?"
+    search = MemorySearch(app.pool, app.embedder, SearchOptions(threshold=-1.0, pair=False))
+    memories = {m.fragments[0].text: m for m in search.search(user, query, conv.id, limit=10)}
+    assert set(memories) == {text for _, text, _ in FIRST_PERSON_CHAT}
+    turns = app.embedder.embed([text for _, text, _ in FIRST_PERSON_CHAT])
+    asked, raw = (search.embed_query(q) for q in ("What does I do with my kids?", query))
+    for (_, text, _), vec in zip(FIRST_PERSON_CHAT, turns):
+        assert memories[text].similarity == pytest.approx(float(np.dot(vec, asked)), abs=1e-3)
+    # what the user notices: with the name, the turn addressed to Melanie comes nearest; in the
+    # first person, the turn Melanie said about her kids does
+    assert float(np.dot(turns[0], raw)) > float(np.dot(turns[1], raw))
+    assert float(np.dot(turns[1], asked)) > float(np.dot(turns[0], asked))
