@@ -116,7 +116,9 @@ def _print_table(results: dict) -> None:
     table = Table(title=f"LoCoMo {escape(str(results['dataset']))} — {results['questions_total']} questions, "
                         f"{results['scope']} scope" + (f", full history ≈ {history:.0f} tokens" if history else ""))
     table.caption = ("evidence recall: gold turns of categories 1–4 found / all, pooled; "
-                     "per question: the mean over questions of every category; adversarial: category 5's")
+                     "per question: the mean over questions of every category; adversarial: category 5's; "
+                     "answer containment: categories 1, 2, 4, in brackets its share of the full history's "
+                     f"({_fmt(results['answer_containment_ceiling'])})")
     for column in ("budget", "arm", "evidence recall", "per question", "adversarial", "answer containment",
                    "mean tokens", "p50 ms", "p95 ms"):
         table.add_column(column)
@@ -124,7 +126,8 @@ def _print_table(results: dict) -> None:
         rows = [("memctx", r), *r["baselines"].items()]
         for arm, v in rows:
             table.add_row(budget, arm, _fmt(v["evidence_recall"]), _fmt(v["evidence_recall_question_mean"]),
-                          _fmt(v["evidence_recall_adversarial"]), _fmt(v["answer_containment"]),
+                          _fmt(v["evidence_recall_adversarial"]),
+                          f"{_fmt(v['answer_containment'])} ({_fmt(v['answer_containment_ratio'])})",
                           f"{v['mean_tokens']:.0f}", str(v.get("p50_ms", "")), str(v.get("p95_ms", "")))
     out.print(table)
 

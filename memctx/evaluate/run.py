@@ -15,6 +15,11 @@ left out there.
 The headline `evidence_recall` pools the gold turns of categories 1–4 (found / all). Beside it,
 under their own names: the per-question mean over every category (`evidence_recall_question_mean`,
 memctx's headline before 0.2) and category 5's (`evidence_recall_adversarial`).
+
+Answer containment has a ceiling below 100 %: many gold answers are not said in any turn ("7 May
+2023" for a turn that says "yesterday"). `answer_containment_ceiling` is the containment of the
+full history, every turn rendered as the memory section renders it (session date headers, then
+"Speaker: text" lines), and each budget's `answer_containment_ratio` is its containment over it.
 """
 
 from __future__ import annotations
@@ -29,12 +34,15 @@ import numpy as np
 
 from memctx.assemble.budget import message_tokens
 from memctx.assemble.context import ContextAssembler, assembler_for
+from memctx.assemble.render import session_header, session_key, turn_line as memory_line
 from memctx.evaluate.baselines import BASELINES, baseline_context, turn_line
 from memctx.evaluate.locomo import (CATEGORIES, CONTAINMENT_CATEGORIES, POOLED_CATEGORIES, Question,
                                     contains_answer, evidence_found, load_questions)
+from memctx.models import Message
 from memctx.pipeline.catchup import catch_up
 from memctx.pipeline.longterm import close_conversation
 from memctx.retrieve.lexical import analyze
+from memctx.retrieve.types import Fragment
 from memctx.sql import QUERIES
 from memctx.store import DEFAULT_USER
 from memctx.store.ingest import ConversationInput, ingest, load_file
@@ -77,12 +85,14 @@ class _Tally:
         elif hit is not None and q.category == 3:
             self.contain_open.append(float(hit))
 
-    def summary(self, *, latency: bool) -> dict[str, Any]:
+    def summary(self, *, latency: bool, ceiling: float | None = None) -> dict[str, Any]:
+        contain = _mean(self.contain)
         out = {"evidence_recall": round(self.found / self.gold, 4) if self.gold else None,
                "evidence_found": self.found, "evidence_gold": self.gold,
                "evidence_recall_question_mean": _mean(self.recall),
                "evidence_recall_adversarial": _mean(self.recall_adversarial),
-               "answer_containment": _mean(self.contain),
+               "answer_containment": contain,
+               "answer_containment_ratio": round(contain / ceiling, 4) if contain is not None and ceiling else None,
                "answer_containment_open_domain": _mean(self.contain_open), "mean_tokens": _mean(self.tokens),
                "questions": len(self.recall), "skipped": self.skipped}
         if latency:
@@ -156,16 +166,19 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
         baselines = False
         conversations = {sid: cid for sid, (_, cid) in asked.items()}
         owners = {cid: owner for owner, cid in asked.values()}
-        texts = {cid: _texts(app, owner) for cid, owner in owners.items()}
+        messages = {cid: _user_messages(app, owner) for cid, owner in owners.items()}
+        texts = {cid: {m.external_id: m.text for m in ms if m.external_id} for cid, ms in messages.items()}
+        full = {cid: history_text(ms) for cid, ms in messages.items()}
         line_tokens, history = {}, {}
     else:
         conversations, notes = prepare(app, path, user)
         owners = {cid: user for cid in conversations.values()}
-        texts, line_tokens, history = _conversation_data(app, user, conversations)
+        texts, line_tokens, history, full = _conversation_data(app, user, conversations)
     questions = load_questions(path)[:limit] if limit else load_questions(path)
     system = assembler.options.system_prompt
     arms = {b: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for b in budgets}
     by_cat = {b: {c: _Tally(pooled=(c,)) for c in CATEGORIES} for b in budgets}
+    ceiling, ceiling_by_cat = _ceiling(questions, conversations, full)
     for q in questions:  # memctx first, alone, so its latency is not mixed with the baselines'
         cid = conversations[q.sample_id]
         for budget in budgets:
@@ -191,26 +204,56 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
         "conversations": len(conversations), "notes": notes,
         "full_history_tokens": {"mean": round(float(np.mean(list(history.values()))), 1) if history else None,
                                 "per_conversation": history},
-        "budgets": {str(b): {**arms[b]["memctx"].summary(latency=True),
-                             "baselines": {k: arms[b][k].summary(latency=False) for k in BASELINES} if baselines else {},
-                             "by_category": {CATEGORIES[c]: t.summary(latency=True)
+        "answer_containment_ceiling": ceiling,
+        "answer_containment_ceiling_by_category": {CATEGORIES[c]: v for c, v in ceiling_by_cat.items()},
+        "budgets": {str(b): {**arms[b]["memctx"].summary(latency=True, ceiling=ceiling),
+                             "baselines": {k: arms[b][k].summary(latency=False, ceiling=ceiling)
+                                           for k in BASELINES} if baselines else {},
+                             "by_category": {CATEGORIES[c]: t.summary(latency=True, ceiling=ceiling_by_cat.get(c))
                                              for c, t in sorted(by_cat[b].items()) if t.recall or t.skipped}}
                     for b in budgets},
     }
 
 
-def _texts(app: Any, user: UUID) -> dict[str, str]:
-    """External id → text of every message of the user (the sessions of one sample)."""
-    return {m.external_id: m.text for conv in app.store.list_conversations(user, limit=1000)
-            for m in app.store.list_messages(user, conv.id) if m.external_id}
+def history_text(messages: Sequence[Message]) -> str:
+    """Every turn of `messages` (in conversation order) as the memory section renders a turn: a
+    date header whenever the session changes, then "Speaker: text" lines."""
+    lines, key = [], None
+    for m in messages:
+        fragment = Fragment(id=m.id, conversation_id=m.conversation_id, role=m.role, text=m.text, seq=m.seq,
+                            time=m.created_at, external_id=m.external_id, speaker=m.metadata.get("speaker"),
+                            session=m.metadata.get("session"))
+        if session_key(fragment) != key:
+            key = session_key(fragment)
+            lines.append(session_header(fragment))
+        lines.append(memory_line(fragment))
+    return "\n".join(lines)
+
+
+def _ceiling(questions: Sequence[Question], conversations: dict[str, UUID],
+             full: dict[UUID, str]) -> tuple[float | None, dict[int, float | None]]:
+    """Answer containment of the full history (categories 1, 2, 4), overall and per category."""
+    hits: dict[int, list[float]] = {c: [] for c in CONTAINMENT_CATEGORIES}
+    for q in questions:
+        hit = contains_answer(full[conversations[q.sample_id]], q.answer) if q.category in hits else None
+        if hit is not None:
+            hits[q.category].append(float(hit))
+    return _mean([h for c in hits.values() for h in c]), {c: _mean(h) for c, h in hits.items()}
+
+
+def _user_messages(app: Any, user: UUID) -> list[Message]:
+    """Every message of the user (the sessions of one sample), conversation by conversation."""
+    return [m for conv in app.store.list_conversations(user, limit=1000) for m in app.store.list_messages(user, conv.id)]
 
 
 def _conversation_data(app: Any, user: UUID, conversations: dict[str, UUID]):
     texts: dict[UUID, dict[str, str]] = {}
     line_tokens: dict[UUID, dict[UUID, int]] = {}
     history: dict[str, int] = {}
+    full: dict[UUID, str] = {}
     for sid, cid in conversations.items():
         messages = app.store.list_messages(user, cid)
+        full[cid] = history_text(messages)
         texts[cid] = {m.external_id: m.text for m in messages if m.external_id}
         fake_rows = [{"id": m.id, "seq": m.seq, "role": m.role, "text": m.text, "created_at": m.created_at,
                       "speaker": m.speaker} for m in messages]
@@ -218,7 +261,7 @@ def _conversation_data(app: Any, user: UUID, conversations: dict[str, UUID]):
         counts = app.counter.count_many(lines)
         line_tokens[cid] = {r["id"]: c for r, c in zip(fake_rows, counts)}
         history[sid] = message_tokens(app.counter, "system", "\n".join(lines))
-    return texts, line_tokens, history
+    return texts, line_tokens, history, full
 
 
 def _ranked_rows(app: Any, assembler: ContextAssembler, user: UUID, cid: UUID, question: str) -> list[dict]:

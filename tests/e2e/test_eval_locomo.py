@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from memctx.store import DEFAULT_USER
+
 
 def _run(args, settings, tmp_path):
     env = {**os.environ, "MEMCTX_DATABASE_URL": settings.database_url, "MEMCTX_HOME": str(tmp_path)}
@@ -47,6 +49,10 @@ def test_eval_locomo_json_and_plot(app, settings, locomo_path, tmp_path):
         assert r["mean_tokens"] <= int(budget)
         assert set(r["baselines"]) == {"recency", "dense", "fulltext"}
         assert r["evidence_recall"] > r["baselines"]["recency"]["evidence_recall"]
+        # containment is reported against the full history's, the ceiling of what a context can hold
+        assert r["answer_containment_ratio"] == round(r["answer_containment"] / results["answer_containment_ceiling"], 4)
+    assert 0 < results["answer_containment_ceiling"] < 1
+    assert set(results["answer_containment_ceiling_by_category"]) == {"multi-hop", "temporal", "single-hop"}
     assert results["full_history_tokens"]["mean"] > 10_000 and results["conversations"] == 1
     assert plot.exists() and plot.stat().st_size > 1000
 
@@ -81,3 +87,16 @@ def test_cross_conversation_variant_asks_in_a_new_conversation_over_closed_sessi
                                   "on s.conversation_id = c.id where c.user_id = %s and c.closed_at is not null",
                                   (owner,)).fetchone()["n"]
         assert closed == len(sessions)
+
+
+def test_full_history_is_every_turn_under_its_session_date(app, locomo_path):
+    from memctx.evaluate.run import history_text, prepare
+    from memctx.summarize.text import format_day
+
+    ids, _ = prepare(app, locomo_path, DEFAULT_USER)
+    messages = app.store.list_messages(DEFAULT_USER, ids["mini-1"])
+    history = history_text(messages)
+    assert all(f"{m.speaker}: {m.text}" in history for m in messages)
+    headers = {f"[{format_day(m.created_at)}]" for m in messages}  # one a session (none spans midnight)
+    assert history.startswith("[4 March 2023]\n")
+    assert sum(line in headers for line in history.splitlines()) == len({m.metadata["session"] for m in messages}) > 1
