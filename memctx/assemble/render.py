@@ -3,7 +3,8 @@
 Owns: the text of each section. Memory turns are grouped by the session they were said in,
 under one date header per session (so the model can answer "when" questions without the date
 repeated on every line), in conversation order with "…" where turns were skipped; each line says
-who spoke, and the raw text of a turn is kept verbatim (a quoted turn is evidence).
+who spoke, and the raw text of a turn is kept verbatim (a quoted turn is evidence), followed, when
+it has relative dates, by what they meant on the day it was said ("(yesterday = 7 May 2023)").
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Sequence
 
+from memctx.dates import relative_dates
 from memctx.retrieve.types import Fragment, Memory
 from memctx.search.types import WebResult
 from memctx.summarize.text import format_day
@@ -47,7 +49,14 @@ def session_header(fragment: Fragment) -> str:
 
 
 def turn_line(fragment: Fragment) -> str:
-    return f"{fragment.who}: {fragment.text}"
+    return f"{fragment.who}: {fragment.text}{date_note(fragment)}"
+
+
+def date_note(fragment: Fragment) -> str:
+    """What the turn's relative dates meant on the day it was said, to follow its verbatim text
+    (" (yesterday = 7 May 2023; next month = June 2023)"); '' when it has none."""
+    found = relative_dates(fragment.text, fragment.time.date()) if fragment.time else ()
+    return f" ({'; '.join(f'{d.phrase} = {d.meaning}' for d in found)})" if found else ""
 
 
 def summary_line(memory: Memory) -> str:

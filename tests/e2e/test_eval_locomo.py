@@ -89,7 +89,8 @@ def test_cross_conversation_variant_asks_in_a_new_conversation_over_closed_sessi
         assert closed == len(sessions)
 
 
-def test_full_history_is_every_turn_under_its_session_date(app, locomo_path):
+def test_full_history_is_every_turn_under_its_session_date_with_its_dates_resolved(app, locomo_path):
+    from memctx.evaluate.locomo import contains_answer
     from memctx.evaluate.run import history_text, prepare
     from memctx.summarize.text import format_day
 
@@ -100,3 +101,6 @@ def test_full_history_is_every_turn_under_its_session_date(app, locomo_path):
     headers = {f"[{format_day(m.created_at)}]" for m in messages}  # one a session (none spans midnight)
     assert history.startswith("[4 March 2023]\n")
     assert sum(line in headers for line in history.splitlines()) == len({m.metadata["session"] for m in messages}) > 1
+    # "My landlord messaged yesterday", said on 4 March 2023: the question's answer is the date it meant
+    assert contains_answer(history, "3 March 2023")
+    assert not contains_answer("\n".join(f"{m.speaker}: {m.text}" for m in messages), "3 March 2023")
