@@ -8,6 +8,7 @@ turn was said: the days it covers, and the words a reader would use for them ("7
 2023"), not as a computed date: "last Friday" said on a Saturday may be the day before or a week
 earlier, and the relative form is right either way. What the day itself already says ("today",
 "this month", "this year") is left out. Vague spans ("recently", "a few days ago") are not dates.
+Also the dates a text names outright ("in June", "on 3 June, 2023"), for a query's terms.
 """
 
 from __future__ import annotations
@@ -127,3 +128,30 @@ def relative_dates(text: str, said: date) -> tuple[RelativeDate, ...]:
             found.append(RelativeDate(m.group(0), *resolved))
     return tuple(found)
 
+
+_MONTH = "|".join(MONTHS)
+_ORDINAL = r"(?:st|nd|rd|th)?"
+_NAMED = re.compile(  # month names are capitalized: "may" is a verb
+    rf"\b(?:(?P<day>\d{{1,2}}){_ORDINAL} (?P<month>{_MONTH})|(?P<month2>{_MONTH})(?: (?P<day2>\d{{1,2}}){_ORDINAL}\b)?)"
+    r"(?:,? (?P<year>(?:19|20)\d\d)\b)?")
+
+
+@dataclass(frozen=True)
+class NamedDate:
+    """A date a text names: a month, of a year when it says one, on a day when it says one."""
+
+    month: int
+    year: int | None = None
+    day: int | None = None
+
+
+def named_dates(text: str) -> tuple[NamedDate, ...]:
+    """The dates `text` names ("in June", "June 2023", "on 3 June, 2023", "May 3rd, 2023"), in order.
+    A day without a year is taken as its month only."""
+    found = []
+    for m in _NAMED.finditer(text):
+        month = MONTHS.index(m["month"] or m["month2"]) + 1
+        year = int(m["year"]) if m["year"] else None
+        day = m["day"] or m["day2"]
+        found.append(NamedDate(month, year, int(day) if day and year and 1 <= int(day) <= 31 else None))
+    return tuple(found)

@@ -3,8 +3,8 @@
 Owns: turning a user's free text into a safe `to_tsquery` OR-expression (no user text ever
 reaches tsquery syntax), spotting names of known speakers (which rarely occur in the text of
 their own turns and are better used as a speaker signal), the text the dense list embeds (the
-named speakers in the first person, as their own turns speak) and questions about time. Pure;
-no I/O.
+named speakers in the first person, as their own turns speak), the dates the query names as the
+terms of the day a turn was said (migration 0015) and questions about time. Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
+from memctx.dates import named_dates
 from memctx.words import STOPWORDS, bare_words
 
 # What carries no topic in a query: the stop words, and question scaffolding ("what did she
@@ -52,8 +53,22 @@ def analyze(text: str, speakers: Iterable[str] = ()) -> QueryAnalysis:
         if lower in _FILLER or len(lower) < 2 and not lower.isdigit():
             continue
         seen.setdefault(lower, None)
+    for term in said_terms(text):
+        seen.setdefault(term, None)
     return QueryAnalysis(text=text, terms=tuple(seen), speakers=tuple(named),
                          temporal=bool(_TEMPORAL.search(text)), dense_text=first_person(text, named))
+
+
+def said_terms(text: str) -> list[str]:
+    """The terms that find the turns said on the dates `text` names: the lexemes every message's
+    tsvector carries for the day it was said (memctx.message_tsv, migration 0015), 'm202306'
+    for June 2023, 'm06' for June of any year, 'd20230603' for 3 June 2023."""
+    terms = []
+    for named in named_dates(text):
+        terms.append(f"m{named.month:02d}" if named.year is None else f"m{named.year}{named.month:02d}")
+        if named.day is not None:
+            terms.append(f"d{named.year}{named.month:02d}{named.day:02d}")
+    return terms
 
 
 def first_person(text: str, names: Iterable[str]) -> str:

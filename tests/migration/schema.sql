@@ -179,6 +179,15 @@ $$;
 
 
 --
+-- Name: message_tsv(text, timestamp with time zone); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.message_tsv(body text, said timestamp with time zone) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (to_tsvector('english'::regconfig, body) || CASE WHEN (body <> ''::text) THEN to_tsvector('simple'::regconfig, to_char((said AT TIME ZONE 'UTC'::text), '"m"YYYYMM "m"MM "d"YYYYMMDD'::text)) ELSE ''::tsvector END);
+
+
+--
 -- Name: messages_assign_seq(); Type: FUNCTION; Schema: memctx; Owner: -
 --
 
@@ -415,10 +424,10 @@ CREATE TABLE memctx.messages (
     external_id text,
     token_count integer,
     embedding public.vector(384),
-    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     inserted_at timestamp with time zone DEFAULT now() NOT NULL,
     metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    tsv tsvector GENERATED ALWAYS AS (memctx.message_tsv(text, created_at)) STORED,
     CONSTRAINT messages_content_check CHECK ((jsonb_typeof(content) = 'array'::text)),
     CONSTRAINT messages_role_check CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text, 'tool'::text, 'agent'::text, 'observer'::text]))),
     CONSTRAINT messages_token_count_check CHECK ((token_count >= 0))

@@ -8,7 +8,8 @@ from uuid import uuid4
 import pytest
 
 from memctx.assemble.render import turn_line
-from memctx.dates import relative_dates
+from memctx.dates import NamedDate, named_dates, relative_dates
+from memctx.retrieve.lexical import analyze
 from memctx.retrieve.types import Fragment
 
 THURSDAY = date(2023, 5, 25)
@@ -67,3 +68,19 @@ def test_a_memory_line_keeps_the_turn_verbatim_and_notes_its_dates_after_it():
     plain = Fragment(id=uuid4(), conversation_id=uuid4(), role="user", text="Hello there!", seq=4,
                      time=datetime(2023, 5, 8, tzinfo=timezone.utc), speaker="Caroline")
     assert turn_line(plain) == "Caroline: Hello there!"
+
+
+@pytest.mark.parametrize("question, dates, terms", [
+    ("When did Melanie go camping in June?", (NamedDate(6),), ["m06"]),
+    ("What did Maria donate in December 2023?", (NamedDate(12, 2023),), ["m202312"]),
+    ("What did Gina find on 1 February, 2023?", (NamedDate(2, 2023, 1),), ["m202302", "d20230201"]),
+    ("Who did Maria have dinner with on May 3, 2023?", (NamedDate(5, 2023, 3),), ["m202305", "d20230503"]),
+    ("What painting did she show on October 13th, 2023?", (NamedDate(10, 2023, 13),), ["m202310", "d20231013"]),
+    ("When is her daughter's birthday, 13 August?", (NamedDate(8),), ["m08"]),
+    ("What may happen in 2023?", (), []),
+])
+def test_the_dates_a_question_names_become_the_terms_of_the_day_a_turn_was_said(question, dates, terms):
+    assert named_dates(question) == dates
+    analysis = analyze(question, ["Melanie", "Maria", "Gina"])
+    assert list(analysis.terms[-len(terms):] if terms else ()) == terms
+    assert all(t in analysis.tsquery for t in terms)
