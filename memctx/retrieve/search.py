@@ -198,8 +198,10 @@ def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions) -> str:
     return "bounded"
 
 
-def score_hit(row: Mapping[str, Any], analysis: QueryAnalysis, opts: SearchOptions, threshold: float) -> float | None:
-    """The fused score of a candidate, or None when it falls under the similarity threshold.
+def score_hit(row: Mapping[str, Any], ranks: Mapping[str, int | None], analysis: QueryAnalysis, opts: SearchOptions,
+              threshold: float) -> float | None:
+    """The fused score of a candidate with these `ranks`, or None when it falls under the
+    similarity threshold.
 
     The threshold applies to candidates no full-text match vouches for: a lexical hit is kept
     whatever its cosine similarity (names and rare words embed poorly).
@@ -207,7 +209,7 @@ def score_hit(row: Mapping[str, Any], analysis: QueryAnalysis, opts: SearchOptio
     similarity = row["similarity"]
     if row["lexical_rank"] is None and (similarity is None or similarity < threshold):
         return None
-    score = rrf(ranks_of(row), opts.weights)
+    score = rrf(ranks, opts.weights)
     if opts.speaker_boost and row.get("speaker") in analysis.speakers:
         score *= 1 + opts.speaker_boost
     return score
@@ -220,13 +222,14 @@ def build_memories(rows: Sequence[Mapping[str, Any]], analysis: QueryAnalysis, o
     scored = []
     for row in rows:
         if row["is_hit"]:
-            score = score_hit(row, analysis, opts, threshold)
+            ranks = ranks_of(row)
+            score = score_hit(row, ranks, analysis, opts, threshold)
             if score is not None:
-                scored.append((score, row))
+                scored.append((score, row, ranks))
     scored.sort(key=lambda item: -item[0])
     memories: list[Memory] = []
     covered: set[UUID] = set()
-    for score, row in scored:
+    for score, row, ranks in scored:
         if row["id"] in covered:
             continue
         if row["kind"] == "message":
@@ -237,7 +240,7 @@ def build_memories(rows: Sequence[Mapping[str, Any]], analysis: QueryAnalysis, o
         else:
             fragments = (_summary_fragment(row),)
             first, last = row["first_seq"], row["last_seq"]
-        provenance = Provenance(ranks=ranks_of(row), speaker_match=row.get("speaker") in analysis.speakers,
+        provenance = Provenance(ranks=ranks, speaker_match=row.get("speaker") in analysis.speakers,
                                 first_seq=first, last_seq=last)
         memories.append(Memory(kind=row["kind"], id=row["id"], conversation_id=row["conversation_id"],
                                fragments=fragments, score=score,
