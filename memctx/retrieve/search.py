@@ -135,7 +135,8 @@ class MemorySearch:
             if inputs is None:
                 inputs = conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
             params["scope_size"] = inputs["scope_size"]
-            plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts)
+            plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts,
+                               matches_indexed=inputs["scope_tsv_index"], ranged=time_range is not None)
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
                 if plan == "index":  # for the search below: the settings last the transaction
@@ -182,16 +183,20 @@ def pool_size(opts: SearchOptions) -> int:
     return max(opts.k_dense, opts.k_pool)
 
 
-def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions) -> str:
+def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions, *, matches_indexed: bool = False,
+                ranged: bool = False) -> str:
     """The plan (a key of `memctx.retrieve.queries.PLANS`) for a scope of `scope_size` messages
     in a table of about `table_rows` (0 when never analyzed).
 
-    Exact up to `exact_limit`. Past it, a filtered index scan finds the pool after visiting about
-    pool / share tuples (share: the scope's share of the table); it is used when that costs less
-    than reading the scope and fits in `max_scan_tuples`.
+    Up to `exact_limit` the dense list is exact, and so is the full-text list: from the matching
+    turns alone when an index serves the scope's matches (`matches_indexed`, migration 0014) and
+    its conversations' counters hold its mean length (no time range, `ranged`), else from every
+    turn. Past it, a filtered index scan finds the pool after visiting about pool / share tuples
+    (share: the scope's share of the table); it is used when that costs less than reading the
+    scope and fits in `max_scan_tuples`.
     """
     if scope_size <= opts.exact_limit:
-        return "exact"
+        return "bounded" if matches_indexed and not ranged else "exact"
     visits = pool_size(opts) * max(table_rows, scope_size) / scope_size
     if visits <= opts.max_scan_tuples / 2 and visits * INDEX_VISIT_COST < scope_size:
         return "index"
