@@ -4,7 +4,7 @@ Owns: turning a user's free text into a safe `to_tsquery` OR-expression (no user
 reaches tsquery syntax), spotting names of known speakers (which rarely occur in the text of
 their own turns and are better used as a speaker signal), the text the dense list embeds (the
 named speakers in the first person, as their own turns speak), the dates the query names as the
-terms of the day a turn was said (migration 0015) and questions about time. Pure; no I/O.
+terms of the day a turn was said (migration 0017) and questions about time. Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def analyze(text: str, speakers: Iterable[str] = ()) -> QueryAnalysis:
 
 def said_terms(text: str) -> list[str]:
     """The terms that find the turns said on the dates `text` names: the lexemes every message's
-    tsvector carries for the day it was said (memctx.message_tsv, migration 0015), 'm202306'
+    tsvector carries for the day it was said (memctx.message_tsv, migration 0017), 'm202306'
     for June 2023, 'm06' for June of any year, 'd20230603' for 3 June 2023."""
     terms = []
     for named in named_dates(text):

@@ -1,4 +1,4 @@
-"""The day a turn was said is in its full-text index (migration 0015): a question that names a
+"""The day a turn was said is in its full-text index (migration 0017): a question that names a
 month or a day finds the turns said then, against a real Postgres."""
 
 from __future__ import annotations

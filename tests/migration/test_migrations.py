@@ -185,3 +185,32 @@ def test_0016_counts_the_lexemes_of_existing_and_new_messages(empty_db, tmp_path
         conn.execute(insert, (convs[2], ["The museum opens late on Fridays"]))
         conn.commit()
         assert counts(conn) == [(9, 5), (4, 1), (4, 1)]
+
+
+def test_0017_gives_existing_messages_the_day_they_were_said_and_counts_their_lexemes_again(empty_db, tmp_path):
+    """The rewritten tsvector carries the said day (three lexemes more per text message), and
+    BM25's lexeme_count (0016) follows it, for the stored rows and for new ones."""
+    for m in discover():
+        if m.version < 17:
+            (tmp_path / m.path.name).write_text(m.sql)
+    user = uuid.uuid4()
+    insert = ("insert into memctx.messages (conversation_id, role, content, text, created_at) "
+              "select %s, 'user', '[]'::jsonb, t, '2023-06-03 23:30+00' from unnest(%s::text[]) t")
+    counted = ("select c.lexeme_count, (select sum(length(m.tsv)) from memctx.messages m "
+               "where m.conversation_id = c.id) as stored from memctx.conversations c where c.id = %s")
+    with _conn(empty_db) as conn:
+        migrate(conn, tmp_path)
+        configure_embedding_space(conn, "test-model", 3)
+        conv = conn.execute("insert into memctx.conversations (user_id) values (%s) returning id", (user,)).fetchone()["id"]
+        conn.execute(insert, (conv, ["We hiked the Dolomites in June", ""]))
+        conn.commit()
+        assert conn.execute(counted, (conv,)).fetchone() == {"lexeme_count": 3, "stored": 3}
+        conn.commit()
+        (tmp_path / "0017_x.sql").write_text(next(m.sql for m in discover() if m.version == 17))
+        assert [m.version for m in migrate(conn, tmp_path)] == [17]
+        tsv = [r["tsv"] for r in conn.execute("select tsv::text as tsv from memctx.messages order by seq")]
+        assert tsv == ["'d20230603':9 'dolomit':4 'hike':2 'june':6 'm06':8 'm202306':7", ""]
+        assert conn.execute(counted, (conv,)).fetchone() == {"lexeme_count": 6, "stored": 6}
+        conn.execute(insert, (conv, ["Kayaking at sunset"]))
+        conn.commit()
+        assert conn.execute(counted, (conv,)).fetchone() == {"lexeme_count": 11, "stored": 11}

@@ -1,4 +1,4 @@
--- memctx 0015: the day a message was said, in its full-text index (issue 12).
+-- memctx 0017: the day a message was said, in its full-text index (issue 12).
 --
 -- A question that names a date ("What did Maria donate to the shelter in December 2023?", "on 3
 -- June, 2023") most often means the day the turn was said, which its text never says: on the
@@ -12,7 +12,9 @@
 -- tsv is a stored generated column and PostgreSQL before 17 cannot change its expression, so it
 -- is dropped and added again: the table is rewritten (every row's tsvector recomputed, which is
 -- the backfill) and its full-text index, dropped with the column, is built again as 0014 left it.
--- On a large table this takes minutes (a rewrite and a GIN build); searches wait for it.
+-- On a large table this takes minutes (a rewrite and a GIN build); searches wait for it. Every
+-- text message has three lexemes more, so each conversation's lexeme_count (0016: BM25's mean
+-- length) is counted again from the new tsvectors.
 
 create function memctx.message_tsv(body text, said timestamptz) returns tsvector
   language sql immutable parallel safe
@@ -35,3 +37,10 @@ begin
   end if;
 end
 $$;
+
+update memctx.conversations c
+   set lexeme_count = s.lexemes
+  from (select m.conversation_id, sum(length(m.tsv)) as lexemes
+          from memctx.messages m
+         group by m.conversation_id) s
+ where c.id = s.conversation_id;
