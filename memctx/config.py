@@ -13,6 +13,8 @@ import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from memctx.embed import default_model_cache
+
 
 def _default_home() -> Path:
     return Path(platformdirs.user_data_dir("memctx"))
@@ -45,6 +47,8 @@ class Settings(BaseSettings):
     embedding_api_key: SecretStr | None = None
     embed_batch_size: int = Field(default=16, ge=1, description="texts per batch of the local embedder (16 pads least on chat turns)")
     embed_threads: int = Field(default=2, ge=1, description="onnxruntime intra-op threads")
+    model_cache: Path = Field(default_factory=default_model_cache,
+                              description="where the local embedder keeps the int8 query model it builds once")
 
     # Summarization (background worker) ---------------------------------------------------
     summarizer: Literal["extractive", "llm"] = "extractive"

@@ -19,7 +19,8 @@ def make_embedder(settings: Settings) -> Embedder:
     """The embedder the settings name: local (int8 MiniLM), local-e5-small (4-bit e5, the `e5` extra)
     or any OpenAI-compatible endpoint."""
     if settings.embedder == "local":
-        return LocalMiniLM(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+        return LocalMiniLM(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
+                           model_cache=settings.model_cache)
     if settings.embedder == "local-e5-small":
         return LocalE5Small(threads=settings.embed_threads)
     if settings.embedder == "openai":

@@ -25,8 +25,9 @@ Compressor = Callable[[Sequence[Mapping[str, Any]], int], str | None]
 
 
 def _texts(items: Any) -> list[str]:
-    """The lines of a stored board section (items, or strings from older boards: BoardItem reads both)."""
-    return [i.text for i in map(BoardItem.from_json, items or []) if i is not None]
+    """The lines of a stored board section (items, or strings from older boards: BoardItem reads
+    both), without parsing the items' sources, which the context does not show."""
+    return [t for t in map(BoardItem.text_of, items or []) if t is not None]
 
 
 @dataclass
@@ -74,10 +75,11 @@ class CurrentItems:
 
     def estimate(self, counter: TokenCounter) -> int:
         """Tokens as the sum of each line's (cached) count: cheap, and within a few tokens of
-        `cost` (tokenization across line joins differs slightly)."""
+        `cost` (tokenization across line joins differs slightly). Each item adds its own part
+        (`_line_estimate`, `message_tokens`), which `_drop_lowest` returns when it drops it."""
         lines = [self.master["content"] if self.master else "", self.board["content"] if self.board else "",
                  self.compressed or "", *(s["content"] for s in self.summaries), *self.facts, *self.constraints]
-        text_tokens = sum(counter.count(line) + 2 for line in lines if line) + 16  # headers, bullets
+        text_tokens = sum(_line_estimate(counter, line) for line in lines) + 16  # headers
         return text_tokens + sum(message_tokens(counter, t["role"], t["content"]) for t in self.turns)
 
     def sources(self, conversation: UUID) -> list[Source]:
@@ -97,6 +99,11 @@ class CurrentItems:
         return out
 
 
+def _line_estimate(counter: TokenCounter, line: str) -> int:
+    """A line's part of `CurrentItems.estimate`: its tokens and two for its bullet and line end."""
+    return counter.count(line) + 2 if line else 0
+
+
 def _summary_source(row: Mapping[str, Any], conversation: UUID, detail: str) -> Source:
     return Source(kind="summary", id=row["id"], section="current", conversation_id=conversation,
                   first_seq=row["first_seq"], last_seq=row["last_seq"], detail=detail)
@@ -114,14 +121,18 @@ def fit_current(items: CurrentItems, share: int, counter: TokenCounter, compress
         cost = items.cost(counter)
     summaries, facts = list(items.summaries), list(items.facts)
     while cost > share:
-        while items.estimate(counter) > share and (cut := _drop_lowest(items, counter)) is not None:
-            cuts.append(cut)
+        # The estimate less each dropped item's part: recounting every line after each drop was
+        # quadratic in the board's facts (~1,700 counts per call on LoCoMo).
+        estimate = items.estimate(counter)
+        while estimate > share and (dropped := _drop_lowest(items, counter)) is not None:
+            cuts.append(dropped[0])
+            estimate -= dropped[1]
         cost = items.cost(counter)
         if cost > share:  # the estimate was a little low: drop one more, exactly
-            cut = _drop_lowest(items, counter)
-            if cut is None:
+            dropped = _drop_lowest(items, counter)
+            if dropped is None:
                 break
-            cuts.append(cut)
+            cuts.append(dropped[0])
             cost = items.cost(counter)
     return merge_cuts(_refill(items, summaries, facts, share, counter, cuts) if refill else cuts)
 
@@ -178,42 +189,46 @@ def _compress_older_half(items: CurrentItems, share: int, counter: TokenCounter,
 KEEP_LAST_TURNS = 2
 
 
-def _drop_lowest(items: CurrentItems, counter: TokenCounter) -> Cut | None:
-    """Drop the lowest-priority item. Priority, lowest first: level summaries (oldest first),
-    key facts (newest first), the compressed turns, the board's running summary, raw turns
-    (oldest first) but the last two, the master summary, constraints, the last two turns."""
+def _drop_lowest(items: CurrentItems, counter: TokenCounter) -> tuple[Cut, int] | None:
+    """Drop the lowest-priority item: its cut, and the tokens it added to `items.estimate`.
+    Priority, lowest first: level summaries (oldest first), key facts (newest first), the
+    compressed turns, the board's running summary, raw turns (oldest first) but the last two, the
+    master summary, constraints, the last two turns."""
     if items.summaries:
         s = items.summaries.pop(0)
-        return Cut("dropped", "current", "summary", (str(s["id"]),), "summary over the current-context share",
-                   int(s["token_count"] or counter.count(s["content"])))
+        return (Cut("dropped", "current", "summary", (str(s["id"]),), "summary over the current-context share",
+                    int(s["token_count"] or counter.count(s["content"]))), _line_estimate(counter, s["content"]))
     if items.facts:
         fact = items.facts.pop()
-        return Cut("dropped", "current", "board", ("key_facts",), "key facts over the share", counter.count(fact))
+        return (Cut("dropped", "current", "board", ("key_facts",), "key facts over the share", counter.count(fact)),
+                _line_estimate(counter, fact))
     if items.compressed:
         text, items.compressed = items.compressed, None
-        return Cut("dropped", "current", "summary", items.compressed_ids, "compressed turns over the share",
-                   counter.count(text))
+        return (Cut("dropped", "current", "summary", items.compressed_ids, "compressed turns over the share",
+                    counter.count(text)), _line_estimate(counter, text))
     if items.board and items.board["content"]:
         board = dict(items.board)
         tokens = counter.count(board["content"])
         board["content"] = ""
         items.board = board
-        return Cut("dropped", "current", "board", ("current_summary",), "board summary over the share", tokens)
+        return (Cut("dropped", "current", "board", ("current_summary",), "board summary over the share", tokens),
+                tokens + 2)
     if len(items.turns) > KEEP_LAST_TURNS:
         return _drop_turn(items, counter)
     if items.master:
         m, items.master = items.master, None
-        return Cut("dropped", "current", "summary", (str(m["id"]),), "master summary over the share",
-                   counter.count(m["content"]))
+        return (Cut("dropped", "current", "summary", (str(m["id"]),), "master summary over the share",
+                    counter.count(m["content"])), _line_estimate(counter, m["content"]))
     if items.constraints:
         c = items.constraints.pop()
-        return Cut("dropped", "current", "board", ("constraints",), "constraints over the share", counter.count(c))
+        return (Cut("dropped", "current", "board", ("constraints",), "constraints over the share", counter.count(c)),
+                _line_estimate(counter, c))
     if items.turns:
         return _drop_turn(items, counter)
     return None
 
 
-def _drop_turn(items: CurrentItems, counter: TokenCounter) -> Cut:
+def _drop_turn(items: CurrentItems, counter: TokenCounter) -> tuple[Cut, int]:
     t = items.turns.pop(0)
-    return Cut("dropped", "current", "message", (str(t["id"]),), "oldest recent turns over the share",
-               message_tokens(counter, t["role"], t["content"]))
+    tokens = message_tokens(counter, t["role"], t["content"])
+    return Cut("dropped", "current", "message", (str(t["id"]),), "oldest recent turns over the share", tokens), tokens

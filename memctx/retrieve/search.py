@@ -140,7 +140,8 @@ class MemorySearch:
             if inputs is None:
                 inputs = conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
             params["scope_size"] = inputs["scope_size"]
-            plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts)
+            plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts,
+                               matches_indexed=inputs["scope_tsv_index"], ranged=time_range is not None)
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
                 if plan == "index":  # for the search below: the settings last the transaction
@@ -187,24 +188,30 @@ def pool_size(opts: SearchOptions) -> int:
     return max(opts.k_dense, opts.k_pool)
 
 
-def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions) -> str:
+def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions, *, matches_indexed: bool = False,
+                ranged: bool = False) -> str:
     """The plan (a key of `memctx.retrieve.queries.PLANS`) for a scope of `scope_size` messages
     in a table of about `table_rows` (0 when never analyzed).
 
-    Exact up to `exact_limit`. Past it, a filtered index scan finds the pool after visiting about
-    pool / share tuples (share: the scope's share of the table); it is used when that costs less
-    than reading the scope and fits in `max_scan_tuples`.
+    Up to `exact_limit` the dense list is exact, and so is the full-text list: from the matching
+    turns alone when an index serves the scope's matches (`matches_indexed`, migration 0014) and
+    its conversations' counters hold its mean length (no time range, `ranged`), else from every
+    turn. Past it, a filtered index scan finds the pool after visiting about pool / share tuples
+    (share: the scope's share of the table); it is used when that costs less than reading the
+    scope and fits in `max_scan_tuples`.
     """
     if scope_size <= opts.exact_limit:
-        return "exact"
+        return "bounded" if matches_indexed and not ranged else "exact"
     visits = pool_size(opts) * max(table_rows, scope_size) / scope_size
     if visits <= opts.max_scan_tuples / 2 and visits * INDEX_VISIT_COST < scope_size:
         return "index"
     return "bounded"
 
 
-def score_hit(row: Mapping[str, Any], analysis: QueryAnalysis, opts: SearchOptions, threshold: float) -> float | None:
-    """The fused score of a candidate, or None when it falls under the similarity threshold.
+def score_hit(row: Mapping[str, Any], ranks: Mapping[str, int | None], analysis: QueryAnalysis, opts: SearchOptions,
+              threshold: float) -> float | None:
+    """The fused score of a candidate with these `ranks`, or None when it falls under the
+    similarity threshold.
 
     The threshold applies to candidates no full-text match vouches for: a lexical hit is kept
     whatever its cosine similarity (names and rare words embed poorly). A summary's score is
@@ -213,7 +220,7 @@ def score_hit(row: Mapping[str, Any], analysis: QueryAnalysis, opts: SearchOptio
     similarity = row["similarity"]
     if row["lexical_rank"] is None and (similarity is None or similarity < threshold):
         return None
-    score = rrf(ranks_of(row), opts.weights)
+    score = rrf(ranks, opts.weights)
     if row["kind"] != "message":
         return score * opts.summary_weight
     if opts.speaker_boost and row.get("speaker") in analysis.speakers:
@@ -228,13 +235,14 @@ def build_memories(rows: Sequence[Mapping[str, Any]], analysis: QueryAnalysis, o
     scored = []
     for row in rows:
         if row["is_hit"]:
-            score = score_hit(row, analysis, opts, threshold)
+            ranks = ranks_of(row)
+            score = score_hit(row, ranks, analysis, opts, threshold)
             if score is not None:
-                scored.append((score, row))
+                scored.append((score, row, ranks))
     scored.sort(key=lambda item: -item[0])
     memories: list[Memory] = []
     covered: set[UUID] = set()
-    for score, row in scored:
+    for score, row, ranks in scored:
         if row["id"] in covered:
             continue
         if row["kind"] == "message":
@@ -245,7 +253,7 @@ def build_memories(rows: Sequence[Mapping[str, Any]], analysis: QueryAnalysis, o
         else:
             fragments = (_summary_fragment(row),)
             first, last = row["first_seq"], row["last_seq"]
-        provenance = Provenance(ranks=ranks_of(row), speaker_match=row.get("speaker") in analysis.speakers,
+        provenance = Provenance(ranks=ranks, speaker_match=row.get("speaker") in analysis.speakers,
                                 first_seq=first, last_seq=last)
         memories.append(Memory(kind=row["kind"], id=row["id"], conversation_id=row["conversation_id"],
                                fragments=fragments, score=score,

@@ -40,12 +40,17 @@ SIGNALS = (
 )
 
 
+# (name, rank column) of every signal, and the rank columns of the relevance lists: read for
+# every candidate row of every search.
+_RANK_COLUMNS = tuple((s.name, s.rank_column) for s in SIGNALS)
+_RELEVANCE_COLUMNS = tuple(s.rank_column for s in SIGNALS if s.relevance)
+
+
 def ranks_of(row: Mapping[str, Any]) -> dict[str, int | None]:
     """A candidate row's rank in each list (None = not in that list)."""
-    return {s.name: row.get(s.rank_column) for s in SIGNALS}
+    return {name: row.get(column) for name, column in _RANK_COLUMNS}
 
 
 def best_relevance_rank(row: Mapping[str, Any]) -> int | None:
     """A row's best rank in the relevance lists (None = in none of them)."""
-    ranks = [row.get(s.rank_column) for s in SIGNALS if s.relevance]
-    return min((r for r in ranks if r is not None), default=None)
+    return min((r for r in map(row.get, _RELEVANCE_COLUMNS) if r is not None), default=None)

@@ -3,10 +3,12 @@
 -- Two plans for the relevance lists, chosen per query by memctx/retrieve/search.py from the
 -- known size of the scope (conversations.message_count):
 -- * exact, up to MemorySearch's exact_limit turns (every LoCoMo conversation): dense candidates
---   are exact scans over a btree-selected subset (one conversation, one user), BM25 counts over
---   every turn. Ordering by an expression (the smoothed score) that the HNSW index cannot serve,
---   the planner never trades the exact top-k for an index scan that returns at most ef_search
---   rows before the filter (the prepared-statement pitfall of PERFORMANCE-NOTES.md).
+--   are exact scans over a btree-selected subset (one conversation, one user), BM25 over the
+--   matching turns through migration 0014's index where it exists and no time range is given
+--   (the same ranking, `search_lexical_bounded`), else over every turn. Ordering by an
+--   expression (the smoothed score) that the HNSW index cannot serve, the planner never trades
+--   the exact top-k for an index scan that returns at most ef_search rows before the filter (the
+--   prepared-statement pitfall of PERFORMANCE-NOTES.md).
 -- * past it: dense candidates from an iterative HNSW scan under the scope's filter, rescored
 --   exactly with their neighbours, with the exact scan as a fallback when the index comes back
 --   short (`search_dense_index`); BM25 over the GIN-selected matches only
@@ -190,14 +192,25 @@ turns as materialized (
 )
 
 -- name: search_lexical_bounded
--- (Shared block.) The full-text list past the exact scan: the same BM25, reading only the
--- matching turns (the GIN index under the scope's filter, at most k_match per term) instead of
--- every turn of the scope. The scope's size n is the conversations' message_count (search.py
--- reads it to choose this block); the mean length is that of its 1,000 latest turns. A turn
+-- (Shared block.) The full-text list from the matching turns only (the GIN index under the
+-- scope's filter, at most k_match per term) instead of every turn of the scope: the same BM25.
+-- The scope's size n and mean length come from its conversations' counters (message_count and
+-- lexeme_count, kept by the insert trigger), so no other turn's tsvector is read. A time range
+-- takes part of the conversations: then n is their message_count (`scope_size`, which search.py
+-- reads to choose this block) and the mean length that of the range's 1,000 latest turns. A turn
 -- scores only if it or a neighbour matches, so smoothing spreads each match's score to seq ± 1.
 stats as (
-  select %(scope_size)s::float8 as n, greatest(avg(length(t.tsv)), 1)::float8 as avglen
+  select c.n, c.avglen
+    from (select sum(c.message_count)::float8 as n,
+                 greatest(sum(c.lexeme_count)::float8 / nullif(sum(c.message_count), 0), 1) as avglen
+            from memctx.conversations c
+           where c.user_id = %(user_id)s::uuid
+             and (%(conversation_id)s::uuid is null or c.id = %(conversation_id)s::uuid)) c
+   where %(since)s::timestamptz is null and %(until)s::timestamptz is null
+  union all
+  select %(scope_size)s::float8, greatest(avg(length(t.tsv)), 1)::float8
     from (select m.tsv from scope m order by m.conversation_id desc, m.seq desc limit 1000) t
+  having %(since)s::timestamptz is not null or %(until)s::timestamptz is not null
 ), matches as materialized (
   select q.q, t.id, t.conversation_id, t.seq, t.len
     from terms q
@@ -291,11 +304,13 @@ select sr.kind, sr.id, sr.conversation_id, null, sr.first_seq, sr.last_seq, 'sum
 
 -- name: search_plan_inputs
 -- What memctx/retrieve/search.py chooses a search's plan from: the messages in its scope (the
--- conversations' message_count, kept by the insert trigger) and the table's estimated rows
--- (0 before the first ANALYZE).
+-- conversations' message_count, kept by the insert trigger), the table's estimated rows (0
+-- before the first ANALYZE) and whether 0014 could build the full-text index that serves a
+-- user's or a conversation's matches (it needs btree_gin).
 select coalesce(sum(c.message_count), 0)::bigint as scope_size,
        (select greatest(t.reltuples, 0)::bigint from pg_class t where t.oid = 'memctx.messages'::regclass)
-         as table_rows
+         as table_rows,
+       to_regclass('memctx.messages_scope_tsv_idx') is not null as scope_tsv_index
   from memctx.conversations c
  where c.user_id = %(user_id)s::uuid
    and (%(conversation_id)s::uuid is null or c.id = %(conversation_id)s::uuid)

@@ -170,18 +170,26 @@ class BoardItem:
             data["weight"] = self.weight
         return data
 
+    @staticmethod
+    def text_of(data: Any) -> str | None:
+        """The text of an item's json (or of a bare string), None when it holds no item."""
+        if isinstance(data, (str, int, float)):
+            return str(data) if str(data).strip() else None
+        if not isinstance(data, Mapping) or not str(data.get("text") or "").strip():
+            return None
+        return str(data["text"])
+
     @classmethod
     def from_json(cls, data: Any) -> "BoardItem | None":
         """An item from its json, or from a bare string (boards written before items had sources)."""
-        if isinstance(data, (str, int, float)):
-            return cls(str(data)) if str(data).strip() else None
-        if not isinstance(data, Mapping) or not str(data.get("text") or "").strip():
-            return None
+        text = cls.text_of(data)
+        if text is None or not isinstance(data, Mapping):
+            return None if text is None else cls(text)
         raw = data.get("sources")
         sources = tuple(s for s in (ItemSource.from_json(r) for r in (raw if isinstance(raw, list) else [])) if s)
         group = data.get("group")
         weight = data.get("weight")
-        return cls(str(data["text"]), sources, str(group) if group else None, bool(data.get("edited")),
+        return cls(text, sources, str(group) if group else None, bool(data.get("edited")),
                    int(weight) if isinstance(weight, (int, float)) else 0)
 
 

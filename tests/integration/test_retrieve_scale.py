@@ -4,6 +4,7 @@ the exact plan, on the same data, in a real Postgres with other users' rows in t
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timezone
 
 import numpy as np
 import pytest
@@ -66,6 +67,9 @@ def _ranked(rows, column):
 def test_the_plan_follows_the_scope_size_and_its_share_of_the_table():
     opts = SearchOptions(k_dense=200, k_pool=600)
     assert choose_plan(700, 1_000_000, opts) == "exact"  # every LoCoMo conversation
+    # with an index that serves the scope's matches, its full text reads only them (exact too)
+    assert choose_plan(700, 1_000_000, opts, matches_indexed=True) == "bounded"
+    assert choose_plan(700, 1_000_000, opts, matches_indexed=True, ranged=True) == "exact"  # counters hold no range
     assert choose_plan(5_000, 1_000_000, opts) == "bounded"  # 0.5 % of the table: the index scan would visit 120k
     assert choose_plan(100_000, 1_000_000, opts) == "index"  # 10 %: about 6,000 visits instead of 100k rows
     assert choose_plan(100_000, 0, opts) == "index"  # never analyzed: the scope is taken for the table
@@ -123,19 +127,25 @@ def test_index_plan_recall_at_50_against_the_exact_scan(app, loaded):
 
 def test_bounded_full_text_ranks_as_the_exact_one(app, loaded):
     """Reading only the matching turns gives the exact BM25 list, smoothing included, when no term
-    passes k_match and the scope's latest 1,000 turns are all of it."""
+    passes k_match: the scope's size and mean length from its conversations' counters, or, under a
+    time range, from the range's latest 1,000 turns (here all of them)."""
     user, convs, centers, rng = loaded
     opts = SearchOptions(k_dense=1, k_lexical=60, smooth=1.0)
+    with app.pool.connection() as conn:
+        counted = conn.execute("select c.lexeme_count, (select sum(length(m.tsv)) from memctx.messages m "
+                               "where m.conversation_id = c.id) as stored from memctx.conversations c where c.id = %s",
+                               (convs[1],)).fetchone()
+    assert counted["lexeme_count"] == counted["stored"] > 0
     for terms in (["kayak"], ["jazz", "curry"], ["marathon", "pottery", "sunset", "nothingmatches"]):
-        lists = {}
-        for plan in ("exact", "bounded"):
-            with app.pool.connection() as conn:
-                rows = conn.execute(SEARCH_QUERIES[("search_conversation", plan)],
-                                    _params(user, convs[1], _query(rng, centers), opts, terms, scope_size=600),
-                                    prepare=False).fetchall()
-            lists[plan] = _ranked(rows, "lexical_rank")
-        assert len(lists["exact"]) == 60
-        assert lists["bounded"] == lists["exact"], terms
+        for since in (None, datetime(2000, 1, 1, tzinfo=timezone.utc)):
+            lists = {}
+            for plan in ("exact", "bounded"):
+                params = {**_params(user, convs[1], _query(rng, centers), opts, terms, scope_size=600), "since": since}
+                with app.pool.connection() as conn:
+                    rows = conn.execute(SEARCH_QUERIES[("search_conversation", plan)], params, prepare=False).fetchall()
+                lists[plan] = _ranked(rows, "lexical_rank")
+            assert len(lists["exact"]) == 60
+            assert lists["bounded"] == lists["exact"], (terms, since)
 
 
 def test_caller_search_past_the_exact_scan_sees_only_its_rows(app, loaded):

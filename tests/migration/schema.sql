@@ -225,9 +225,10 @@ begin
   update memctx.conversations c
      set last_seq = greatest(c.last_seq, n.last_seq),
          message_count = c.message_count + n.added,
+         lexeme_count = c.lexeme_count + n.lexemes,
          last_message_at = greatest(coalesce(c.last_message_at, n.last_at), n.last_at)
     from (select r.conversation_id, r.user_id, max(r.seq) as last_seq, count(*) as added,
-                 max(r.created_at) as last_at
+                 coalesce(sum(length(r.tsv)), 0) as lexemes, max(r.created_at) as last_at
             from new_rows r
            group by r.conversation_id, r.user_id) n
    where c.id = n.conversation_id
@@ -396,7 +397,8 @@ CREATE TABLE memctx.conversations (
     last_seq bigint DEFAULT 0 NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_message_at timestamp with time zone,
-    closed_at timestamp with time zone
+    closed_at timestamp with time zone,
+    lexeme_count bigint DEFAULT 0 NOT NULL
 );
 
 
@@ -1648,6 +1650,13 @@ GRANT INSERT(last_message_at),UPDATE(last_message_at) ON TABLE memctx.conversati
 --
 
 GRANT INSERT(closed_at),UPDATE(closed_at) ON TABLE memctx.conversations TO authenticated;
+
+
+--
+-- Name: COLUMN conversations.lexeme_count; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(lexeme_count),UPDATE(lexeme_count) ON TABLE memctx.conversations TO authenticated;
 
 
 --

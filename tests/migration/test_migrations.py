@@ -150,3 +150,38 @@ def test_0005_derives_text_of_existing_rows_and_removes_writes_into_another_user
         for table in ("working_memory_chunks", "outbox", "summary_boards"):
             left = conn.execute(f"select conversation_id from memctx.{table} where user_id = %s", (b,)).fetchall()
             assert left == [{"conversation_id": conv_b}], table
+
+
+def test_0016_counts_the_lexemes_of_existing_and_new_messages(empty_db, tmp_path):
+    """BM25's mean length comes from conversations.lexeme_count (memctx/sql/retrieve.sql): the
+    migration fills it from the stored messages, and the insert trigger keeps it, statement by
+    statement, as it keeps message_count."""
+    for m in discover():
+        if m.version < 16:
+            (tmp_path / m.path.name).write_text(m.sql)
+    user = uuid.uuid4()
+    insert = ("insert into memctx.messages (conversation_id, role, content, text) "
+              "select %s, 'user', '[]'::jsonb, t from unnest(%s::text[]) t")
+    counted = ("select c.id, c.lexeme_count, c.message_count, (select coalesce(sum(length(m.tsv)), 0) "
+               "from memctx.messages m where m.conversation_id = c.id) as stored from memctx.conversations c")
+
+    def counts(conn):
+        rows = {r["id"]: r for r in conn.execute(counted).fetchall()}
+        assert all(r["lexeme_count"] == r["stored"] for r in rows.values())
+        return [(rows[c]["lexeme_count"], rows[c]["message_count"]) for c in convs]
+
+    with _conn(empty_db) as conn:
+        migrate(conn, tmp_path)
+        configure_embedding_space(conn, "test-model", 3)
+        convs = [conn.execute("insert into memctx.conversations (user_id) values (%s) returning id", (user,)).fetchone()["id"]
+                 for _ in range(3)]
+        conn.execute(insert, (convs[0], ["We hiked the Dolomites in June", "The jazz concert was loud", ""]))
+        conn.execute(insert, (convs[1], ["Sourdough again, third loaf this week"]))
+        conn.commit()
+        (tmp_path / "0016_x.sql").write_text(next(m.sql for m in discover() if m.version == 16))
+        assert [m.version for m in migrate(conn, tmp_path)] == [16]
+        assert counts(conn) == [(6, 3), (4, 1), (0, 0)]  # hike, dolomit, june, jazz, concert, loud; ...
+        conn.execute(insert, (convs[0], ["Kayaking at sunset", "ok"]))
+        conn.execute(insert, (convs[2], ["The museum opens late on Fridays"]))
+        conn.commit()
+        assert counts(conn) == [(9, 5), (4, 1), (4, 1)]

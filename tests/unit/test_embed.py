@@ -6,14 +6,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memctx.embed import LocalMiniLM, embed_query
+from memctx.embed import LocalMiniLM, _model_path, embed_query, int8_query_model
 
 REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "minilm_fp32_reference.json"
 
 
 @pytest.fixture(scope="module")
-def local():
-    return LocalMiniLM(batch_size=4)
+def local(tmp_path_factory):
+    return LocalMiniLM(batch_size=4, model_cache=tmp_path_factory.mktemp("models"))
 
 
 def test_int8_vectors_match_fp32_reference(local):
@@ -61,11 +61,36 @@ def test_capped_batches_give_the_same_vectors():
     assert np.allclose(capped, uncapped, atol=1e-4)
 
 
-def test_queries_run_on_their_own_session_and_land_in_the_same_space(local):
-    """A search query goes through the one-thread, non-spinning session: the same vector as the
-    batch session's, so queries and stored turns stay comparable."""
+def test_queries_run_int8_on_their_own_session_and_land_in_the_same_space(local):
+    """A search query goes through the one-thread, non-spinning session of the int8 query model,
+    built once into the model cache: its vectors are not the batch session's (stored turns keep
+    the float model) but close to them and to fp32 sentence-transformers, so queries and stored
+    turns stay comparable."""
     texts = ["When did Melanie paint a sunrise?", "What do my kids like?", "camping by the lake"]
     assert local._query_session is not local._session
     assert local._query_session.get_session_options().intra_op_num_threads == 1
-    assert np.allclose(local.embed_queries(texts), local.embed(texts), atol=1e-5)
-    assert np.allclose(embed_query(local, texts[0]), local.embed(texts[:1])[0], atol=1e-5)
+    assert [p.name for p in local.model_cache.iterdir()] == [Path(local._query_session._model_path).name]
+    queries, stored = local.embed_queries(texts), local.embed(texts)
+    assert not np.allclose(queries, stored, atol=1e-5)
+    assert (queries * stored).sum(axis=1).min() >= 0.99
+    assert np.allclose(embed_query(local, texts[0]), queries[0], atol=1e-5)
+    ref = json.loads(REFERENCE.read_text())
+    expected = np.asarray([item["vector"] for item in ref["items"]], dtype=np.float32)
+    cosines = (local.embed_queries([item["text"] for item in ref["items"]]) * expected).sum(axis=1)
+    assert np.median(cosines) >= 0.99 and cosines.min() >= 0.97  # the least: "Thanks!" (0.972)
+
+
+def test_the_int8_query_model_is_built_once_per_cache(tmp_path):
+    first = int8_query_model(_model_path(), tmp_path)
+    built = first.stat().st_mtime_ns
+    assert int8_query_model(_model_path(), tmp_path) == first and first.stat().st_mtime_ns == built
+    assert list(tmp_path.iterdir()) == [first]  # no leftovers of the build
+
+
+def test_queries_fall_back_to_the_float_model_when_no_int8_model_can_be_built(tmp_path, caplog):
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    embedder = LocalMiniLM(model_cache=blocked)
+    text = ["What do my kids like?"]
+    assert np.allclose(embedder.embed_queries(text), embedder.embed(text), atol=1e-5)
+    assert "queries use the float model" in caplog.text

@@ -59,7 +59,7 @@ def test_the_signal_list_drives_the_search_queries_rank_columns():
         assert text.count("select 'clicks' as signal, id, conversation_id, seq, rank from \"clicks\"") == 1
         assert text.count('min(c.rank) filter (where c.signal = \'clicks\') as "clicks_rank"') == 1
         assert text.count('"hits"."clicks_rank"') == 1  # in the rows returned
-        assert text.count("%(since)s::timestamptz is null") == 1  # the scope and its time range: once
+        assert text.count("m.created_at >= %(since)s::timestamptz") == 1  # the scope's time range: once
     summaries = compose("search_user", (*SIGNALS, clicks)).split("from summary_ranked sr")[0].rsplit("select", 1)[1]
     assert '"sr"."dense_rank", "sr"."lexical_rank", null, null, true' in summaries  # summaries: unranked there
 
