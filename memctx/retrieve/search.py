@@ -61,6 +61,11 @@ class SearchOptions:
     pair_rank: int | None = 30
     neighbours: int = 0  # extra turns either side of a hit (temporal neighbours)
     speaker_boost: float = 0.0  # relative bonus when the hit's speaker is named in the query
+    # A summary's fused score is scaled by this (user scope: summaries rank in lists of their
+    # own, a few dozen long against thousands of turns, so at 1.0 the best summary ties the best
+    # turn). At 1.0 summaries took the room of 61 / 73 / 41 gold turns at 1k / 2k / 4k tokens on
+    # the LoCoMo dev split, 0.25 gives them back and keeps summaries where turns score low.
+    summary_weight: float = 0.25
     smooth: float = 0.0  # weight of the neighbours' mean score in both relevance lists
     # Past the exact scan (docs/RETRIEVAL.md): a scope of more than exact_limit messages reads its
     # full-text list from the matches only (at most k_match per term), and its dense list from
@@ -209,12 +214,15 @@ def score_hit(row: Mapping[str, Any], ranks: Mapping[str, int | None], analysis:
     similarity threshold.
 
     The threshold applies to candidates no full-text match vouches for: a lexical hit is kept
-    whatever its cosine similarity (names and rare words embed poorly).
+    whatever its cosine similarity (names and rare words embed poorly). A summary's score is
+    scaled by `opts.summary_weight`.
     """
     similarity = row["similarity"]
     if row["lexical_rank"] is None and (similarity is None or similarity < threshold):
         return None
     score = rrf(ranks, opts.weights)
+    if row["kind"] != "message":
+        return score * opts.summary_weight
     if opts.speaker_boost and row.get("speaker") in analysis.speakers:
         score *= 1 + opts.speaker_boost
     return score
