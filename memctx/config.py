@@ -103,6 +103,8 @@ class Settings(BaseSettings):
     search_pair_rank: int | None = Field(
         default=30, ge=1, description="a hit's partner turn comes along only when the hit asks a question or the "
                                       "partner ranks within this of a relevance list (unset: always)")
+    search_summary_weight: float = Field(default=0.25, ge=0,
+                                         description="scale of a summary's fused score in user-wide search")
     search_dense_smoothing: float = Field(default=1.0, ge=0,
                                           description="weight of the neighbours' mean score in both relevance lists")
     context_enabled: bool = Field(default=True, description="False = status quo: the last N raw messages")

@@ -86,7 +86,7 @@ class SearchOptions:
             k_dense=settings.search_candidates, k_lexical=settings.search_candidates,
             k_recent=settings.search_recent_candidates, neighbours=settings.search_neighbours,
             speaker_boost=settings.search_speaker_boost, smooth=settings.search_dense_smoothing,
-            pair_rank=settings.search_pair_rank)
+            pair_rank=settings.search_pair_rank, summary_weight=settings.search_summary_weight)
 
 
 class MemorySearch:
