@@ -15,6 +15,16 @@ def test_first_person_replaces_whole_names_only_in_any_case_and_either_apostroph
         == "Did I and my dog meet Anabel?"
 
 
+def test_two_speakers_asked_about_together_are_we():
+    speakers = ["Gina", "Jon"]
+    assert analyze("What do Jon and Gina both have in common?", speakers).dense_text \
+        == "What do we both have in common?"
+    assert analyze("What movies have both Gina and jon seen?", speakers).dense_text == "What movies have we both seen?"
+    # each on their own, or one and the other's dog, stay first persons
+    assert first_person("Did Jon meet Gina?", speakers) == "Did I meet I?"
+    assert first_person("Did Jon and Gina's dog meet?", speakers) == "Did I and my dog meet?"
+
+
 def test_a_query_naming_no_speaker_is_embedded_as_it_is():
     text = "What  breed is the dog?"
     assert analyze(text, ["Ana", "Ben"]).dense_text == text
