@@ -100,7 +100,8 @@ class ContextAssembler:
         base = search_options or self.search.options
         # Candidates scale with the memories' share: ~20 tokens per candidate turn is more than enough.
         k = min(base.k_dense, max(100, memory_share // 20))
-        sopts = replace(base, limit=opts.memory_candidates, k_dense=k, k_lexical=min(base.k_lexical, k))
+        sopts = replace(base, limit=opts.memory_candidates, k_dense=k, k_lexical=min(base.k_lexical, k),
+                        pair_rank=pair_rank(base.pair_rank, memory_share))
         # The memory search (query embedding, SQL, fusion) needs nothing of the current context:
         # it runs beside the current context's query and fitting (onnxruntime, an embeddings
         # endpoint and the database all release the GIL).
@@ -236,6 +237,23 @@ class ContextAssembler:
 # the current context. Threads start on demand; the cap is above any connection pool's size, so
 # the pool, not this, limits concurrent searches.
 _SEARCHES = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-search")
+
+
+# The memories' share at which a partner turn ranked within the search's pair_rank comes along
+# with its hit; below it the rank it needs shrinks in proportion.
+PAIR_FULL_SHARE = 1800
+
+
+def pair_rank(rank: int | None, memory_share: int) -> int | None:
+    """The rank within which a partner turn comes along with its hit, for a memory section of
+    `memory_share` tokens (None: always).
+
+    A partner costs the place of the next hit. Where the section holds a few dozen memories, a
+    partner that ranks well on its own is worth it; where it holds a dozen, the next hit is.
+    """
+    if rank is None:
+        return None
+    return max(1, round(rank * min(1.0, memory_share / PAIR_FULL_SHARE)))
 
 
 def _chat_role(role: str) -> str:

@@ -120,3 +120,12 @@ def test_named_time_ranges_reach_back_from_now_in_utc():
     assert named_range("week", now) == (datetime(2024, 5, 1, 15, 30, tzinfo=timezone.utc), None)
     assert named_range("month", now) == (datetime(2024, 4, 8, 15, 30, tzinfo=timezone.utc), None)
     assert named_range("all", now) is None and set(NAMED_RANGES) == {"today", "week", "month", "all"}
+
+
+def test_a_small_memory_section_takes_only_the_best_ranked_partners():
+    from memctx.assemble.context import PAIR_FULL_SHARE, pair_rank
+
+    assert pair_rank(30, PAIR_FULL_SHARE) == pair_rank(30, 10 * PAIR_FULL_SHARE) == 30
+    assert pair_rank(30, PAIR_FULL_SHARE // 2) == 15
+    assert pair_rank(30, 10) == 1  # never below the best rank
+    assert pair_rank(None, 10) is None  # "always pair" stays always
