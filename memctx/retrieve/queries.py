@@ -2,7 +2,7 @@
 
 Owns: filling the templates `search_conversation` and `search_user`, for each plan of `PLANS`,
 with the blocks they share (`search_scope`, the dense and full-text blocks of the plan,
-`search_hits`, `search_row_columns`, `search_message_rows`: the scope and its time range, the relevance lists, the
+`search_hits`, `search_message_rows`: the scope and its time range, the relevance lists, the
 hits and their neighbours, the rows returned) and with the per-signal SQL generated from
 `SIGNALS` (each candidate list's rows, the hits' rank columns). The result is constant SQL
 strings, built at import: still one round trip per search, EXPLAIN-able as printed. Runs
@@ -59,8 +59,7 @@ def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, pla
     """The SQL text of search query `name` for `signals` under `plan` (a key of PLANS)."""
     generated = signal_sql(signals)
     dense_turns, lexical = PLANS[plan]
-    hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"],
-                                                 row_columns=_block(queries, "search_row_columns"))
+    hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
     return sql.SQL(queries[name]).format(
         scope=_block(queries, "search_scope"), dense_turns=_block(queries, dense_turns),

@@ -132,7 +132,6 @@ class MemorySearch:
         params = {"user_id": user, "conversation_id": conversation, "query_vec": vec, "tsquery": analysis.tsquery,
                   "terms": list(analysis.terms), "since": since, "until": until, "k_dense": opts.k_dense, "k_lexical": opts.k_lexical,
                   "k_recent": opts.k_recent, "smooth": opts.smooth, "window": max(1 if opts.pair else 0, opts.neighbours),
-                  "near_all": opts.neighbours > 0 or opts.pair_rank is None,
                   "k_pool": k_pool, "k_match": opts.k_match, "ef_search": min(k_pool, 1000),
                   "max_scan_tuples": opts.max_scan_tuples}
         name = "search_conversation" if conversation else "search_user"
@@ -283,10 +282,9 @@ def _members(row: Mapping[str, Any], by_seq: Mapping[tuple, Mapping[str, Any]], 
 
 
 def _partner_adds(row: Mapping[str, Any], partner: Mapping[str, Any], pair_rank: int | None) -> bool:
-    """Whether the partner turn is worth its tokens: the hit is a question (`asks`, from the
-    search query, which reads a hit's neighbours only then), or the partner ranks within
-    `pair_rank` of a relevance list itself."""
-    if pair_rank is None or row["asks"]:
+    """Whether the partner turn is worth its tokens: the hit is a question, or the partner ranks
+    within `pair_rank` of a relevance list itself."""
+    if pair_rank is None or row["text"].rstrip().endswith("?"):
         return True
     rank = best_relevance_rank(partner)
     return rank is not None and rank <= pair_rank

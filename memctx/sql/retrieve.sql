@@ -53,52 +53,32 @@ scope as not materialized (
 
 -- name: search_hits
 -- (Shared block.) Every candidate message once, with its position and its rank in each signal's
--- list (null = not in it); then the rows of the hits, and the rows of their ±window neighbours
--- that pairing can use, read once each where the neighbours are found (never limited to the
--- scope's time range: a hit keeps its pair). A partner that is not itself a candidate is paired
--- only with a hit that asks a question (search.py `_partner_adds`), so without temporal
--- neighbours (near_all false) only the questions' neighbours are read: about half the rows.
+-- list (null = not in it); then the rows of the hits and of their ±window neighbours, read
+-- once each where the neighbours are found (never limited to the scope's time range: a hit
+-- keeps its pair).
 hits as (
   select c.id, c.conversation_id, c.seq, {ranks}
     from ({candidates}) c
    group by c.id, c.conversation_id, c.seq
-), hit_rows as (
-  -- one lookup per hit (`offset 0` keeps the planner from joining a guessed number of hits to a
-  -- scan of the table)
-  select m.*
+), wanted as (
+  -- one range lookup per hit (`offset 0` keeps the planner from joining a guessed number of
+  -- hits to a scan of the table)
+  select distinct on (m.id) m.*
     from hits h
    cross join lateral (
-     select {row_columns}
+     select m.id, m.conversation_id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
+            m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
+            1 - (m.embedding <=> %(query_vec)s::vector) as similarity
        from memctx.messages m
-      where m.conversation_id = h.conversation_id and m.seq = h.seq
+      where m.conversation_id = h.conversation_id and m.seq between h.seq - %(window)s and h.seq + %(window)s
      offset 0) m
-), wanted as (
-  select distinct on (m.id) m.*
-    from (select * from hit_rows
-          union all
-          select m.*
-            from hit_rows h
-           cross join lateral (
-             select {row_columns}
-               from memctx.messages m
-              where m.conversation_id = h.conversation_id and m.seq between h.seq - %(window)s and h.seq + %(window)s
-                and m.seq <> h.seq
-             offset 0) m
-           where %(near_all)s::boolean or h.asks) m
    order by m.id
 )
-
--- name: search_row_columns
--- (Shared block.) The columns of a message row returned by a search; `asks`: the turn ends in a
--- question mark (its answer follows).
-m.id, m.conversation_id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
-m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
-1 - (m.embedding <=> %(query_vec)s::vector) as similarity, m.text ~ '[?][[:space:]]*$' as asks
 
 -- name: search_message_rows
 -- (Shared block.) The rows of the hits and their neighbours, each with its ranks.
 select 'message'::text as kind, w.id, w.conversation_id, w.seq, w.seq as first_seq, w.seq as last_seq,
-       w.role, w.text, w.external_id, w.token_count, w.created_at, w.speaker, w.session, w.similarity, w.asks,
+       w.role, w.text, w.external_id, w.token_count, w.created_at, w.speaker, w.session, w.similarity,
        {hit_ranks}, hits.id is not null as is_hit
   from wanted w
   left join hits on hits.id = w.id
@@ -317,7 +297,7 @@ with {scope}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
 {message_rows}
 union all
 select sr.kind, sr.id, sr.conversation_id, null, sr.first_seq, sr.last_seq, 'summary', sr.content, null,
-       sr.token_count, sr.created_at, null, null, sr.similarity, false, {summary_ranks}, true
+       sr.token_count, sr.created_at, null, null, sr.similarity, {summary_ranks}, true
   from summary_ranked sr
  where sr.dense_rank <= %(k_dense)s or sr.lexical_rank <= %(k_lexical)s
  order by 3, 4 nulls first

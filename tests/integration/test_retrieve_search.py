@@ -156,7 +156,7 @@ def test_filtered_dense_search_returns_full_candidate_count_through_prepared_pat
     k = 120  # more than hnsw.ef_search (40)
     for name, conv in (("search_conversation", conv_ids[0]), ("search_user", None)):
         params = {"user_id": target, "conversation_id": conv, "tsquery": "", "terms": [], "since": None,
-                  "until": None, "k_dense": k, "k_lexical": 10, "k_recent": 0, "window": 0, "near_all": False, "smooth": 1.0}
+                  "until": None, "k_dense": k, "k_lexical": 10, "k_recent": 0, "window": 0, "smooth": 1.0}
         with app.pool.connection() as conn:
             for i in range(8):  # psycopg prepares after 5 executions
                 vec = rng.standard_normal(384).astype(np.float32)
@@ -185,7 +185,7 @@ def test_dense_candidates_are_the_exact_top_k(app):
         exact = {r["id"] for r in sorted(rows, key=lambda r: -r["similarity"])[:30]}
         got = conn.execute(SEARCH_QUERIES[("search_conversation", "exact")], {
             "user_id": user, "conversation_id": conv, "query_vec": vec, "tsquery": "", "terms": [], "since": None,
-            "until": None, "k_dense": 30, "k_lexical": 1, "k_recent": 0, "window": 0, "near_all": False, "smooth": 0.0}).fetchall()
+            "until": None, "k_dense": 30, "k_lexical": 1, "k_recent": 0, "window": 0, "smooth": 0.0}).fetchall()
     assert {r["id"] for r in got if r["dense_rank"] is not None} == exact
     assert analyze("").tsquery == ""
 
@@ -214,32 +214,3 @@ def test_the_dense_list_embeds_a_named_speaker_in_the_first_person(app):
     # first person, the turn Melanie said about her kids does
     assert float(np.dot(turns[0], raw)) > float(np.dot(turns[1], raw))
     assert float(np.dot(turns[1], asked)) > float(np.dot(turns[0], asked))
-
-
-@pytest.mark.parametrize("plan", ["exact", "bounded"])
-def test_the_search_reads_the_neighbours_of_questions_only_unless_neighbours_are_asked_for(app, plan):
-    """Pairing brings a partner that is no candidate itself only to a hit that asks a question,
-    so the search reads no other hit's neighbours; temporal neighbours bring them all."""
-    user = uuid.uuid4()
-    conv = _store(app, user)
-    vec = np.zeros(384, dtype=np.float32)
-    vec[0] = 1.0
-    params = {"user_id": user, "conversation_id": conv.id, "query_vec": vec, "since": None, "until": None,
-              "k_dense": 0, "k_lexical": 10, "k_recent": 0, "window": 1, "smooth": 0.0, "scope_size": len(CHAT),
-              "k_match": 100}
-    by_seq = {}
-    for near_all in (False, True):
-        analysis = analyze("breed pottery")  # "I went to a pottery class…" (1), "What breed is he?" (5, asks)
-        with app.pool.connection() as conn:
-            rows = conn.execute(SEARCH_QUERIES[("search_conversation", plan)],
-                                {**params, "tsquery": analysis.tsquery, "terms": list(analysis.terms),
-                                 "near_all": near_all}).fetchall()
-        by_seq[near_all] = {r["seq"]: r for r in rows}
-    hits = {seq for seq, r in by_seq[False].items() if r["is_hit"]}
-    assert hits == {1, 5}
-    assert set(by_seq[False]) == {1, 4, 5, 6}  # the question's neighbours, not the statement's
-    assert set(by_seq[True]) == {1, 2, 4, 5, 6}
-    assert [seq for seq, r in sorted(by_seq[False].items()) if r["asks"]] == [5]
-    # and the pair the user sees: the question with its answer
-    memories = search_memories(app, user, "What breed is he?", conv.id, limit=3)
-    assert [f.seq for f in memories[0].fragments] == [5, 6]

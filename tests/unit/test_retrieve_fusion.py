@@ -89,7 +89,7 @@ def _turn(seq, role, text, *, hit=False, dense=None, lexical=None):
     return {"kind": "message", "id": _uuid.UUID(int=seq), "conversation_id": _uuid.UUID(int=0), "seq": seq,
             "role": role, "text": text, "external_id": f"D1:{seq}", "token_count": 5, "created_at": None,
             "speaker": role, "session": 1, "similarity": 0.5, "dense_rank": dense, "lexical_rank": lexical,
-            "recent_rank": None, "is_hit": hit, "asks": text.rstrip().endswith("?")}
+            "recent_rank": None, "is_hit": hit}
 
 
 @pytest.mark.parametrize("hit_text, partner_ranks, paired", [
