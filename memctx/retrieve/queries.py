@@ -1,7 +1,7 @@
 """The memory-search queries, composed once from the named blocks of `memctx/sql/retrieve.sql`.
 
 Owns: filling the templates `search_conversation` and `search_user`, for each plan of `PLANS`,
-with the blocks they share (`search_scope`, the dense and full-text blocks of the plan,
+with the blocks they share (`search_scope` or `search_scope_conversation`, the dense and full-text blocks of the plan,
 `search_hits`, `search_message_rows`: the scope and its time range, the relevance lists, the
 hits and their neighbours, the rows returned) and with the per-signal SQL generated from
 `SIGNALS` (each candidate list's rows, the hits' rank columns). The result is constant SQL
@@ -19,6 +19,9 @@ from memctx.retrieve.signals import SIGNALS, Signal
 from memctx.sql import QUERIES
 
 SEARCHES = ("search_conversation", "search_user")
+# Each search's scope block: one conversation's is written for a generic plan (see
+# `memctx.retrieve.search.MemorySearch.fetch`).
+SCOPES = {"search_conversation": "search_scope_conversation", "search_user": "search_scope"}
 # A plan: the blocks that produce the dense list's turns and the full-text list.
 PLANS = {
     "exact": ("search_dense_exact", "search_lexical_exact"),  # every turn of the scope
@@ -62,7 +65,7 @@ def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, pla
     hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
     return sql.SQL(queries[name]).format(
-        scope=_block(queries, "search_scope"), dense_turns=_block(queries, dense_turns),
+        scope=_block(queries, SCOPES[name]), dense_turns=_block(queries, dense_turns),
         dense=_block(queries, "search_dense_rank"), terms=_block(queries, "search_lexical_terms"),
         lexical=_block(queries, lexical), hits=hits, message_rows=rows,
         summary_ranks=generated["summary_ranks"]).as_string()

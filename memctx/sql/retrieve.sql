@@ -17,8 +17,9 @@
 -- `search_global_dense` uses HNSW without a filter.
 --
 -- The two search queries are templates: memctx/retrieve/queries.py fills their placeholders in
--- braces once, at import, for each plan, with the shared blocks below (`search_scope`, the
--- `search_dense_*` and `search_lexical_*` blocks, `search_hits`, `search_message_rows`) and
+-- braces once, at import, for each plan, with the shared blocks below (`search_scope` or
+-- `search_scope_conversation`, the `search_dense_*` and `search_lexical_*` blocks,
+-- `search_hits`, `search_message_rows`) and
 -- with the per-signal columns it generates from the list of retrieval signals
 -- (memctx/retrieve/signals.py). A signal is a CTE of both queries named after the signal's
 -- `cte`, with columns (id, conversation_id, seq, rank): rank 1-based, best first, within its
@@ -47,6 +48,20 @@ scope as not materialized (
     from memctx.messages m
    where m.user_id = %(user_id)s::uuid
      and (%(conversation_id)s::uuid is null or m.conversation_id = %(conversation_id)s::uuid)
+     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
+     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+)
+
+-- name: search_scope_conversation
+-- (Shared block.) search_scope of `search_conversation`, where conversation_id is always set:
+-- tested without the null test, so that the query's generic plan (search.py prepares the
+-- bounded plan's once per connection) still reads the conversation through its index: with the
+-- null test a generic plan could only filter the user's rows.
+scope as not materialized (
+  select m.*
+    from memctx.messages m
+   where m.user_id = %(user_id)s::uuid
+     and m.conversation_id = %(conversation_id)s::uuid
      and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
      and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
 )
@@ -321,6 +336,11 @@ select coalesce(sum(c.message_count), 0)::bigint as scope_size,
 select set_config('hnsw.iterative_scan', 'relaxed_order', true) as iterative_scan,
        set_config('hnsw.ef_search', %(ef_search)s::text, true) as ef_search,
        set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s::text, true) as max_scan_tuples
+
+-- name: search_generic_plan
+-- For the rest of the transaction: prepared statements run their generic plan (search.py's
+-- bounded conversation search, whose custom plan took over a third of its time to make).
+select set_config('plan_cache_mode', 'force_generic_plan', true) as plan_cache_mode
 
 -- name: search_global_dense
 -- Nearest messages across all users through the HNSW index (operators, benchmarks). The

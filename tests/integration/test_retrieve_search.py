@@ -154,20 +154,26 @@ def test_filtered_dense_search_returns_full_candidate_count_through_prepared_pat
         with app.pool.connection() as conn:
             conn.execute("analyze memctx.messages")
     k = 120  # more than hnsw.ef_search (40)
-    for name, conv in (("search_conversation", conv_ids[0]), ("search_user", None)):
+    # the exact plans, and the conversation's bounded plan on its generic plan as search.py runs it
+    for name, conv, plan in (("search_conversation", conv_ids[0], "exact"), ("search_user", None, "exact"),
+                             ("search_conversation", conv_ids[0], "bounded")):
         params = {"user_id": target, "conversation_id": conv, "tsquery": "", "terms": [], "since": None,
-                  "until": None, "k_dense": k, "k_lexical": 10, "k_recent": 0, "window": 0, "smooth": 1.0}
+                  "until": None, "k_dense": k, "k_lexical": 10, "k_recent": 0, "window": 0, "smooth": 1.0,
+                  "k_match": 5000, "scope_size": 150}
         with app.pool.connection() as conn:
             for i in range(8):  # psycopg prepares after 5 executions
                 vec = rng.standard_normal(384).astype(np.float32)
                 params["query_vec"] = vec / np.linalg.norm(vec)
-                rows = conn.execute(SEARCH_QUERIES[(name, "exact")], params, prepare=True).fetchall()
+                with conn.transaction():
+                    if plan == "bounded":
+                        conn.execute(QUERIES["search_generic_plan"])
+                    rows = conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=True).fetchall()
                 assert all(s.rank_column in row for row in rows for s in SIGNALS)
                 dense = [r for r in rows if r["dense_rank"] is not None]
-                assert len(dense) == k, f"{name} run {i}: {len(dense)} dense candidates, expected {k}"
+                assert len(dense) == k, f"{name} {plan} run {i}: {len(dense)} dense candidates, expected {k}"
                 expected = sorted(r["similarity"] for r in rows if r["dense_rank"] is not None)
                 assert expected == sorted(expected)
-    # and through the public API (which runs unprepared with custom plans)
+    # and through the public API (the conversation's bounded search on its prepared generic plan)
     engine = MemorySearch(app.pool, app.embedder, SearchOptions(k_dense=k, threshold=-1.0, k_recent=0, pair=False))
     for _ in range(7):
         assert len(engine.search(target, "topic 5", conv_ids[0], limit=k)) == k
