@@ -19,8 +19,7 @@ from memctx.retrieve.signals import SIGNALS, Signal
 from memctx.sql import QUERIES
 
 SEARCHES = ("search_conversation", "search_user")
-# Each search's scope block: one conversation's is written for a generic plan (see
-# `memctx.retrieve.search.MemorySearch.fetch`).
+# Each search's scope block, written for a generic plan (see `memctx.retrieve.search.MemorySearch.fetch`).
 SCOPES = {"search_conversation": "search_scope_conversation", "search_user": "search_scope"}
 # A plan: the blocks that produce the dense list's turns and the full-text list.
 PLANS = {

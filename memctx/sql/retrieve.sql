@@ -40,23 +40,22 @@
 -- never makes a hit. It can still appear as a neighbour of a hit.
 
 -- name: search_scope
--- (Shared block.) The messages a search may find: the user's, in one conversation when
--- conversation_id is set, created in [since, until). Not materialized: every list reads it
--- through its own index, and the planner folds the null tests of the (unprepared) query.
+-- (Shared block.) The messages a search of all of a user's memory may find (`search_user`): the
+-- user's, created in [since, until). Not materialized: every list reads it through its own
+-- index. Written for a generic plan as well as a custom one (search.py prepares the bounded
+-- plan's): no test depends on a value to pick the index.
 scope as not materialized (
   select m.*
     from memctx.messages m
    where m.user_id = %(user_id)s::uuid
-     and (%(conversation_id)s::uuid is null or m.conversation_id = %(conversation_id)s::uuid)
      and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
      and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
 )
 
 -- name: search_scope_conversation
--- (Shared block.) search_scope of `search_conversation`, where conversation_id is always set:
--- tested without the null test, so that the query's generic plan (search.py prepares the
--- bounded plan's once per connection) still reads the conversation through its index: with the
--- null test a generic plan could only filter the user's rows.
+-- (Shared block.) search_scope of one conversation (`search_conversation`), tested without a
+-- null test, so that the generic plan of the bounded query still reads the conversation through
+-- its index: with `%(conversation_id)s is null or …` it could only filter the user's rows.
 scope as not materialized (
   select m.*
     from memctx.messages m
@@ -153,14 +152,16 @@ dense_index as materialized (
 -- (Shared block.) The dense list from dense_turns: similarity smoothed over the neighbouring
 -- turns of the same conversation (a turn inside a relevant stretch of conversation ranks above
 -- an isolated look-alike; smooth = 0 turns this off), top k_dense.
+-- Ties are broken by position, then conversation (turns of a user's conversations share seqs),
+-- so that a ranking never depends on the plan (the full-text lists do the same).
 dense as (
-  select x.id, x.conversation_id, x.seq, row_number() over (order by x.score desc, x.seq desc) as rank
+  select x.id, x.conversation_id, x.seq, row_number() over (order by x.score desc, x.seq desc, x.conversation_id) as rank
     from (select t.id, t.conversation_id, t.seq, t.near,
                  t.sim + %(smooth)s::float8 * (coalesce(lag(t.sim) over w, 0) + coalesce(lead(t.sim) over w, 0)) / 2
                    as score
             from dense_turns t window w as (partition by t.conversation_id order by t.seq)) x
    where x.score is not null and x.near <= 1
-   order by x.score desc, x.seq desc
+   order by x.score desc, x.seq desc, x.conversation_id
    limit %(k_dense)s
 )
 
@@ -195,14 +196,14 @@ turns as materialized (
    cross join stats s
    group by x.id
 ), lexical as (
-  select x.id, x.conversation_id, x.seq, row_number() over (order by x.score desc, x.seq desc) as rank
+  select x.id, x.conversation_id, x.seq, row_number() over (order by x.score desc, x.seq desc, x.conversation_id) as rank
     from (select t.id, t.conversation_id, t.seq,
                  coalesce(b.score, 0) + %(smooth)s::float8
                    * (coalesce(lag(b.score) over w, 0) + coalesce(lead(b.score) over w, 0)) / 2 as score
             from turns t left join bm25 b on b.id = t.id
           window w as (partition by t.conversation_id order by t.seq)) x
    where x.score > 0
-   order by x.score desc, x.seq desc
+   order by x.score desc, x.seq desc, x.conversation_id
    limit %(k_lexical)s
 )
 
@@ -248,12 +249,12 @@ stats as (
            group by b.conversation_id, b.seq + o.d) x
 ), lexical_top as (
   -- twice k_lexical before the join: a neighbour past either end of a conversation is no turn
-  select x.* from lexical_spread x where x.score > 0 order by x.score desc, x.seq desc limit 2 * %(k_lexical)s
+  select x.* from lexical_spread x where x.score > 0 order by x.score desc, x.seq desc, x.conversation_id limit 2 * %(k_lexical)s
 ), lexical as (
-  select m.id, x.conversation_id, x.seq, row_number() over (order by x.score desc, x.seq desc) as rank
+  select m.id, x.conversation_id, x.seq, row_number() over (order by x.score desc, x.seq desc, x.conversation_id) as rank
     from lexical_top x
    cross join lateral (select m.id from scope m where m.conversation_id = x.conversation_id and m.seq = x.seq offset 0) m
-   order by x.score desc, x.seq desc
+   order by x.score desc, x.seq desc, x.conversation_id
    limit %(k_lexical)s
 )
 
@@ -301,12 +302,12 @@ with {scope}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
                   where m.conversation_id = sh.conversation_id and m.seq between sh.first_seq and sh.last_seq)
 ), summary_ranked as (
   -- Summaries are ranked on the relevance signals (their columns here); the others'
-  -- ranks are null for a summary.
+  -- ranks are null for a summary. Ties (summaries of a few words often score alike) go by id.
   select sh.*,
          case when sh.similarity is not null
-              then row_number() over (order by sh.similarity desc nulls last) end as dense_rank,
+              then row_number() over (order by sh.similarity desc nulls last, sh.id) end as dense_rank,
          case when sh.lexical_score > 0
-              then row_number() over (order by sh.lexical_score desc) end as lexical_rank
+              then row_number() over (order by sh.lexical_score desc, sh.id) end as lexical_rank
     from summaries_in_scope sh
 )
 {message_rows}
@@ -339,7 +340,7 @@ select set_config('hnsw.iterative_scan', 'relaxed_order', true) as iterative_sca
 
 -- name: search_generic_plan
 -- For the rest of the transaction: prepared statements run their generic plan (search.py's
--- bounded conversation search, whose custom plan took over a third of its time to make).
+-- bounded searches, whose custom plans took over a third of their time to make).
 select set_config('plan_cache_mode', 'force_generic_plan', true) as plan_cache_mode
 
 -- name: search_global_dense
