@@ -142,12 +142,14 @@ class MemorySearch:
             params["scope_size"] = inputs["scope_size"]
             plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts,
                                matches_indexed=inputs["scope_tsv_index"], ranged=time_range is not None)
-            # The bounded search runs prepared, on its generic plan: parsing and planning a custom
-            # plan took ~2.3 of 6.2 ms of a conversation's search on LoCoMo and ~2.8 of 10 ms of
-            # a user's, for the same rows (docs/BENCHMARKS.md). The index plan's pool comes from
-            # the values, and the exact plan's generic one was no faster and slower in its tail:
-            # both are planned for their values.
-            generic = plan == "bounded"
+            # A bounded search of a scope within the exact scan runs prepared, on its generic
+            # plan: parsing and planning a custom plan took ~2.3 of 6.2 ms of a conversation's
+            # search on LoCoMo and ~2.8 of 10 ms of a user's, for the same rows
+            # (docs/BENCHMARKS.md). Larger scopes are planned for their values (a heavy user's
+            # rows are not an average user's; their search takes far longer than its planning),
+            # as are the index plan, whose pool comes from the values, and the exact plan,
+            # whose generic plan was no faster and slower in its tail.
+            generic = plan == "bounded" and inputs["scope_size"] <= opts.exact_limit
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
                 if plan == "index":  # for the search below: the settings last the transaction
