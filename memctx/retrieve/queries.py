@@ -1,7 +1,7 @@
 """The memory-search queries, composed once from the named blocks of `memctx/sql/retrieve.sql`.
 
 Owns: filling the templates `search_conversation` and `search_user`, for each plan of `PLANS`,
-with the blocks they share (`search_scope` or `search_scope_conversation`, the dense and full-text blocks of the plan,
+with the blocks they share (the scope of `SCOPES`, the dense and full-text blocks of the plan,
 `search_hits`, `search_message_rows`: the scope and its time range, the relevance lists, the
 hits and their neighbours, the rows returned) and with the per-signal SQL generated from
 `SIGNALS` (each candidate list's rows, the hits' rank columns). The result is constant SQL

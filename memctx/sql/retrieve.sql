@@ -19,11 +19,10 @@
 -- The two search queries are templates: memctx/retrieve/queries.py fills their placeholders in
 -- braces once, at import, for each plan, with the shared blocks below (`search_scope` or
 -- `search_scope_conversation`, the `search_dense_*` and `search_lexical_*` blocks,
--- `search_hits`, `search_message_rows`) and
--- with the per-signal columns it generates from the list of retrieval signals
--- (memctx/retrieve/signals.py). A signal is a CTE of both queries named after the signal's
--- `cte`, with columns (id, conversation_id, seq, rank): rank 1-based, best first, within its
--- top k.
+-- `search_hits`, `search_message_rows`) and with the per-signal columns it generates from the
+-- list of retrieval signals (memctx/retrieve/signals.py). A signal is a CTE of both queries
+-- named after the signal's `cte`, with columns (id, conversation_id, seq, rank): rank 1-based,
+-- best first, within its top k.
 -- Braces are reserved for placeholders in these blocks, comments included.
 --
 -- Parameters shared by the search blocks:
