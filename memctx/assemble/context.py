@@ -20,7 +20,7 @@ from weakref import WeakKeyDictionary
 
 from psycopg_pool import ConnectionPool
 
-from memctx.assemble.budget import BudgetTooSmall, CachedCounter, message_tokens, messages_tokens, shares
+from memctx.assemble.budget import BudgetTooSmall, CachedCounter, shares
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
 from memctx.assemble.memories import fill_memories
 from memctx.assemble.render import external_block, external_section
@@ -33,7 +33,7 @@ from memctx.sql import QUERIES
 from memctx.store import UnknownConversation
 from memctx.summarize.extractive import ExtractiveSummarizer
 from memctx.summarize.types import SourceText
-from memctx.tokens import TokenCounter
+from memctx.tokens import TokenCounter, message_tokens, messages_tokens
 
 
 @dataclass(frozen=True)
