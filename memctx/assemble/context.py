@@ -27,7 +27,7 @@ from memctx.assemble.render import external_block, external_section
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.retrieve.search import MemorySearch, SearchOptions
 from memctx.retrieve.types import Memory
-from memctx.search import SearchReport, WebResult, WebSearch
+from memctx.search import SearchReport, WebResult
 from memctx.search.clean import cut
 from memctx.sql import QUERIES
 from memctx.store import UnknownConversation
@@ -290,7 +290,6 @@ def get_working_context(app: Any, conversation: UUID, query: str, token_budget: 
 _ASSEMBLERS: "WeakKeyDictionary[Any, ContextAssembler]" = WeakKeyDictionary()
 _ASSEMBLERS_LOCK = threading.Lock()
 
-
 def assembler_for(app: Any) -> ContextAssembler:
     """The app's one assembler, built on first use (it caches speaker names across calls)."""
     with _ASSEMBLERS_LOCK:
@@ -302,5 +301,5 @@ def assembler_for(app: Any) -> ContextAssembler:
 
 def build_assembler(app: Any) -> ContextAssembler:
     search = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(app.settings))
-    return ContextAssembler(app.pool, app.counter, search, ContextOptions.from_settings(app.settings),
-                            external=WebSearch.from_settings(app.settings, app.counter, app.pool))
+    web = app.web.scoped(app.pool) if app.web is not None else None  # the cache on the app's own pool
+    return ContextAssembler(app.pool, app.counter, search, ContextOptions.from_settings(app.settings), external=web)
