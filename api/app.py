@@ -1,7 +1,8 @@
 """The HTTP app: routes under /v1, the bearer authenticator, memctx's errors as 4xx answers.
 
 Owns: assembling FastAPI around one memctx `App` (the owner's pool, used only to resolve
-credentials and for /readyz; every handler works through `Caller.app`, scoped by RLS).
+credentials and for /readyz; every handler works through `Caller.app`, scoped by RLS), with the
+routers other doors plug in through `memctx.doors` (the MCP tools at /mcp), never importing them.
 `serve_app` is the factory `memctx serve` hands to uvicorn (one App per worker process).
 """
 
@@ -12,10 +13,10 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api import errors, observe, proxy, ui
-from api.auth import Authenticator
 from api.routes import ROUTERS
-from mcp_tools import http as mcp_http
+from memctx import doors
 from memctx.app import App, open_app
+from memctx.auth import Authenticator
 from memctx.config import Settings
 
 
@@ -40,7 +41,8 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
         api.include_router(router)
     proxy.install(api, settings)
     observe.install(api)
-    api.include_router(mcp_http.router(app, settings))  # the MCP tools at /mcp
+    for router_of in doors.plugged(doors.ROUTERS):  # the MCP tools at /mcp (mcp_tools.http)
+        api.include_router(router_of(app, settings))
     api.include_router(ui.router)  # the summary-board page at /ui/
     return api
 

@@ -1,15 +1,26 @@
-"""What handlers share: the caller, the settings, and a conversation named in the path."""
+"""What handlers share: the caller (401 unless the bearer credential is valid), the settings, and a
+conversation named in the path."""
 
 from __future__ import annotations
 
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, HTTPException, Path, Request
 
-from api.auth import Caller, caller
 from api.schemas import ConversationName
+from memctx.auth import Authenticator, Caller, Unauthorized, bearer
 from memctx.config import Settings
+
+
+def caller(request: Request) -> Caller:
+    """The FastAPI dependency every /v1 route takes: 401 unless the credential is valid."""
+    authenticator: Authenticator = request.app.state.authenticator
+    try:
+        return authenticator.caller(bearer(request.headers.get("authorization")))
+    except Unauthorized:
+        raise HTTPException(401, "invalid or missing credentials", headers={"WWW-Authenticate": "Bearer"}) from None
+
 
 CallerDep = Annotated[Caller, Depends(caller)]
 ConversationPath = Annotated[ConversationName, Path(description="the conversation's UUID or your external id")]

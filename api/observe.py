@@ -25,10 +25,10 @@ import psycopg
 from fastapi import APIRouter, FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
 
-from api.auth import Caller
 from memctx.assemble.types import WorkingContext
+from memctx.auth import Caller
 from memctx.metrics import REGISTRY
-from memctx.store.requests import ContextRequest, LoggedRequest, log_request
+from memctx.store.requests import LoggedRequest, log_request
 
 log = logging.getLogger("memctx.api")
 
@@ -150,9 +150,9 @@ def record_context(caller: Caller, conversation_id: UUID, wc: WorkingContext, ki
 
     Given `conn` (the caller's, in a transaction), the row joins that transaction."""
     app = caller.app
-    entry = ContextRequest.from_context(wc, app.counter, user_id=caller.user_id, conversation_id=conversation_id,
-                                        kind=kind, query_stored_at=query_stored_at, model=model,
-                                        timings_ms=timings_ms, upstream_status=upstream_status)
+    entry = wc.log_entry(app.counter, user_id=caller.user_id, conversation_id=conversation_id, kind=kind,
+                         query_stored_at=query_stored_at, model=model, timings_ms=timings_ms,
+                         upstream_status=upstream_status)
     with nullcontext(conn) if conn is not None else app.pool.connection() as tx:
         logged = log_request(tx, entry, retention_days=app.settings.request_log_retention_days,
                              own_transaction=conn is None)

@@ -25,13 +25,13 @@ import openai
 from fastapi import APIRouter, FastAPI, Header, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from api.auth import Caller
 from api.chat_format import ChatRequest, StreamReply, Turn, completion_as_stream, reply_message, split_turn, to_new_message
 from api.deps import CallerDep, SettingsDep
 from api.errors import field_error
 from api.observe import UPSTREAM_DURATION, UPSTREAM_ERRORS, record_context
 from api.schemas import ConversationName
 from memctx.assemble import WorkingContext, assembler_for
+from memctx.auth import Caller
 from memctx.config import Settings
 from memctx.store.requests import IdempotencyKey, claim_key, complete_key
 

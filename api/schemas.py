@@ -58,13 +58,13 @@ class ConversationIn(Body):
 
 class ConversationOut(Out):
     id: UUID
-    external_id: str | None
+    external_id: str | None = Field(description="your id for the conversation, if you gave one")
     title: str | None
     metadata: dict[str, Any]
-    message_count: int
+    message_count: int = Field(description="messages stored so far")
     created_at: datetime
     last_message_at: datetime | None
-    closed_at: datetime | None
+    closed_at: datetime | None = Field(description="when it was closed; null while open")
 
 
 class ConversationPage(BaseModel):
@@ -92,8 +92,8 @@ class MessageOut(Out):
     id: UUID
     seq: int
     role: str
-    content: list[dict[str, Any]]
-    text: str
+    content: list[dict[str, Any]] = Field(description="the message as typed blocks (a string arrives as one text block)")
+    text: str = Field(description="the blocks' text, as search and summaries read it")
     external_id: str | None
     token_count: int | None
     created_at: datetime

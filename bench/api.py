@@ -45,10 +45,10 @@ from psycopg.conninfo import make_conninfo  # noqa: E402
 
 from memctx import db, keys  # noqa: E402
 from memctx.app import open_app, prepare_database  # noqa: E402
-from api.auth import Caller  # noqa: E402
 from api.observe import record_context  # noqa: E402
 from memctx.assemble import assembler_for  # noqa: E402
 from memctx.assemble.context import build_assembler  # noqa: E402
+from memctx.auth import Caller  # noqa: E402
 from memctx.config import Settings  # noqa: E402
 from memctx.store.ingest import ingest, load_file  # noqa: E402
 

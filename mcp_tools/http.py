@@ -2,9 +2,10 @@
 
 Owns: the `/mcp` route and its lifespan (the SDK's session manager, started afresh each time the
 hosting app starts), and the bearer check in front of it: the same API keys and Supabase JWTs as
-`/v1` (`api.auth.Authenticator`), a 401 otherwise. The caller rides in the ASGI scope as the
+`/v1` (`memctx.auth.Authenticator`), a 401 otherwise. The caller rides in the ASGI scope as the
 SDK's `AuthenticatedUser`, so a session stays with the user who opened it; the bound conversation
-is the request's `X-Memctx-Conversation` header. `router` is what `memctx serve` includes;
+is the request's `X-Memctx-Conversation` header. `router` is what `memctx serve` includes
+(the `memctx.routers` entry point);
 `serve_app` is the factory of `memctx mcp --http`.
 """
 
@@ -25,9 +26,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from api.auth import Authenticator, Caller, Unauthorized, bearer
 from mcp_tools.server import Binding, build_server
 from memctx.app import App, open_app
+from memctx.auth import Authenticator, Caller, Unauthorized, bearer
 from memctx.config import Settings
 
 PATH = "/mcp"
@@ -59,7 +60,7 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            credential = bearer(Request(scope))
+            credential = bearer(Request(scope).headers.get("authorization"))
             user = await anyio.to_thread.run_sync(self.authenticator.user, credential)
         except Unauthorized:
             await JSONResponse({"detail": "invalid or missing credentials"}, status_code=401,

@@ -19,8 +19,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from api.auth import Caller
 from memctx.assemble import BudgetTooSmall, assembler_for, get_working_context as working_context
+from memctx.auth import Caller
 from memctx.models import Conversation, InvalidInput, NewMessage, check_text
 from memctx.pipeline.board import get_board
 from memctx.pipeline.catchup import live_chain

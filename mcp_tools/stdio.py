@@ -1,15 +1,15 @@
 """The stdio transport: one user, from the configured key, and one bound conversation.
 
-Owns: resolving `MEMCTX_API_KEY` (an API key or a JWT, checked by the API's own `Authenticator`)
+Owns: resolving `MEMCTX_API_KEY` (an API key or a JWT, checked by the core's `Authenticator`, as the API checks it)
 to the user every tool acts for, before the server starts; a missing or invalid credential is a
 `StartupError` naming the variable. The bound conversation is `MEMCTX_CONVERSATION`, if set.
 """
 
 from __future__ import annotations
 
-from api.auth import Authenticator, Caller, Unauthorized
 from mcp_tools.server import Binding, build_server
 from memctx.app import App
+from memctx.auth import Authenticator, Caller, Unauthorized
 from memctx.config import Settings
 from memctx.models import InvalidInput, check_text
 

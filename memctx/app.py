@@ -1,4 +1,5 @@
-"""The assembled service: settings → database, pool, token counter, embedder, summarizer, store.
+"""The assembled service: settings → database, pool, token counter, embedder, summarizer, store,
+web search.
 
 Owns: startup (resolve the database, check it is migrated and holds the configured embedding
 space — a mismatch is a clear error, never silent garbage) and shutdown. Entry points (CLI,
@@ -19,6 +20,7 @@ from memctx.config import Settings
 from memctx.embed import Embedder
 from memctx.migrate import EmbeddingSpaceMismatch, MigrationError, configure_embedding_space, discover, migrate
 from memctx.providers import make_embedder, make_summarizer
+from memctx.search import WebSearch
 from memctx.store import MessageStore
 from memctx.summarize.types import Summarizer
 from memctx.tokens import TokenCounter, get_counter
@@ -42,6 +44,7 @@ class App:
     embedder: Embedder
     store: MessageStore
     summarizer: Summarizer
+    web: WebSearch | None = None  # the configured external search, shared by the users' scoped copies
     _scoped: "OrderedDict[UUID, App]" = field(default_factory=OrderedDict, init=False, repr=False)
     _scoped_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -124,4 +127,4 @@ def open_app(settings: Settings, *, auto_migrate: bool = False, embedder: Embedd
     counter = get_counter(settings.token_encoding)
     store = MessageStore(pool, counter, embedder, max_message_tokens=settings.max_message_tokens)
     return App(settings=settings, url=url, pool=pool, counter=counter, embedder=embedder, store=store,
-               summarizer=make_summarizer(settings, counter))
+               summarizer=make_summarizer(settings, counter), web=WebSearch.from_settings(settings, counter))

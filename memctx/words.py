@@ -1,14 +1,18 @@
-"""Words and stop words: the one way memctx splits text into words, and the one stop-word list.
+"""Words, sentences and stop words: the one way memctx splits text into words and sentences, and
+the one stop-word list.
 
 Owns: the word pattern (letters and digits of any script, with inner apostrophes: "Melanie's",
 "can't"), the English stop words that carry no topic (function words, fillers, chat noise), and
-`bare_words`, a word's bare form for matching (the part before an apostrophe, lower-cased). The
-summarizer's TF-IDF, the board's detectors and query analysis all use these. Pure; no I/O.
+`bare_words`, a word's bare form for matching (the part before an apostrophe, lower-cased), and
+`split_sentences` (at . ! ? … and CJK stops and line breaks, not after an abbreviation or an
+initial). The summarizer's TF-IDF, the board's detectors, query analysis and the cleaning of web
+pages all use these. Pure; no I/O.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
@@ -38,3 +42,45 @@ def words(text: str) -> list[str]:
 def bare_words(text: str) -> list[str]:
     """The words' bare forms: lower-cased, cut at an apostrophe ("Melanie's" → "melanie")."""
     return [w.split("'")[0].lower() for w in words(text)]
+
+
+# Sentences: a stop after one of these is not a boundary.
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof st sr jr vs etc e.g i.e inc ltd co corp no approx mt ft u.s u.k a.m p.m "
+    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+_BOUNDARY = re.compile(r"\s*\n\s*|[.!?…]+[\"'”’»)\]]*(?:\s+|$)|[。！？]+[」』”’)]*\s*")
+
+
+def _false_stop(text: str, m: re.Match[str]) -> bool:
+    """A full stop after an abbreviation ("Dr.", "e.g.") or an initial is not a boundary.
+
+    A lowercase next word does not make one: chat sentences often start in lowercase.
+    """
+    mark = m.group()
+    if "\n" in mark or any(c in mark for c in "!?…。！？"):
+        return False
+    before = text[: m.start()].rsplit(None, 1)
+    word = before[-1].lower().strip("(\"'") if before else ""
+    if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+        return True
+    nxt = text[m.end(): m.end() + 1]
+    return "." in word and nxt.islower()
+
+
+@lru_cache(maxsize=16384)
+def split_sentences(text: str) -> tuple[str, ...]:
+    """Sentences of `text`, split at . ! ? … (and CJK stops) and line breaks."""
+    out: list[str] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        if m.end() <= start or _false_stop(text, m):
+            continue
+        piece = text[start: m.end()].strip()
+        if piece:
+            out.append(piece)
+        start = m.end()
+    rest = text[start:].strip()
+    if rest:
+        out.append(rest)
+    return tuple(out)

@@ -15,8 +15,8 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from api.auth import Caller, Unauthorized
 from api.ui import render
+from memctx.auth import Caller, Unauthorized
 from memctx.models import InvalidInput
 from memctx.pipeline import catchup, longterm
 from memctx.pipeline.board import get_board
@@ -75,7 +75,7 @@ def sign_out() -> Response:
 
 @router.get("/", response_class=HTMLResponse)
 def conversations(who: UiCaller) -> HTMLResponse:
-    return HTMLResponse(render.conversation_list(dashboard.conversations(who.app, who.user_id)))
+    return HTMLResponse(render.conversation_list(dashboard.conversations(who.app.pool, who.user_id)))
 
 
 @router.get("/c/{conversation}", response_class=HTMLResponse)
@@ -87,17 +87,17 @@ def conversation(conversation: str, who: UiCaller, done: str | None = None) -> H
     app, user = who.app, who.user_id
     board = get_board(app, user, conv.id)
     source_ids = [s.id for items in (board.items.values() if board else ()) for i in items for s in i.sources]
-    overview = dashboard.conversations(app, user, conversation_id=conv.id)[0]
+    overview = dashboard.conversations(app.pool, user, conversation_id=conv.id)[0]
     return HTMLResponse(render.conversation(
-        conv, overview, board, dashboard.messages_by_ids(app, user, conv.id, source_ids),
-        dashboard.summary_tree(app, user, conv.id), catchup.live_chain(app, user, conv.id),
-        dashboard.recent_contexts(app, user, conv.id), dashboard.version(app, user, conv.id) or {}, done))
+        conv, overview, board, dashboard.messages_by_ids(app.pool, user, conv.id, source_ids),
+        dashboard.summary_tree(app.pool, user, conv.id), catchup.live_chain(app, user, conv.id),
+        dashboard.recent_contexts(app.pool, user, conv.id), dashboard.version(app.pool, user, conv.id) or {}, done))
 
 
 @router.get("/c/{conversation}/live")
 def live(conversation: UUID, who: UiCaller) -> Response:
     """`{version, pending}`: the page polls this and redraws when the version moves."""
-    found = dashboard.version(who.app, who.user_id, conversation)
+    found = dashboard.version(who.app.pool, who.user_id, conversation)
     if found is None:
         return JSONResponse({"detail": "conversation not found"}, status_code=404)
     return JSONResponse(found, headers={"Cache-Control": "no-store"})

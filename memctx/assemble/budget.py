@@ -1,20 +1,16 @@
-"""Exact token accounting of chat messages and greedy packing under a budget.
+"""Greedy packing under a token budget, and a counter that remembers recent counts.
 
-Owns: the cost of a chat-completions message list in tokens (OpenAI's published formula:
-3 tokens per message + its role + its content, and 3 to prime the reply; contents counted with
-tiktoken) and the packing rules. Pure; no I/O.
+Owns: the packing rules and the budget's split between sections; what a chat message costs is
+`memctx.tokens.message_tokens`. Pure; no I/O.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable, Generic, Iterable, Sequence, TypeVar
+from typing import Callable, Generic, Iterable, TypeVar
 
 from memctx.tokens import TokenCounter
-
-PER_MESSAGE = 3
-REPLY_PRIMING = 3
 
 T = TypeVar("T")
 
@@ -49,15 +45,6 @@ class CachedCounter:
 
     def truncate(self, text: str, max_tokens: int) -> str:
         return self._counter.truncate(text, max_tokens)
-
-
-def message_tokens(counter: TokenCounter, role: str, content: str) -> int:
-    return PER_MESSAGE + counter.count(role) + counter.count(content)
-
-
-def messages_tokens(counter: TokenCounter, messages: Sequence[dict[str, str]]) -> int:
-    """Tokens a chat-completions request spends on `messages` (incl. the reply priming)."""
-    return REPLY_PRIMING + sum(message_tokens(counter, m["role"], m["content"]) for m in messages)
 
 
 @dataclass(frozen=True)

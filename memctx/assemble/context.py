@@ -20,20 +20,20 @@ from weakref import WeakKeyDictionary
 
 from psycopg_pool import ConnectionPool
 
-from memctx.assemble.budget import BudgetTooSmall, CachedCounter, message_tokens, messages_tokens, shares
+from memctx.assemble.budget import BudgetTooSmall, CachedCounter, shares
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
 from memctx.assemble.memories import fill_memories
 from memctx.assemble.render import external_block, external_section
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.retrieve.search import MemorySearch, SearchOptions
 from memctx.retrieve.types import Memory
-from memctx.search import SearchReport, WebResult, WebSearch
+from memctx.search import SearchReport, WebResult
 from memctx.search.clean import cut
 from memctx.sql import QUERIES
 from memctx.store import UnknownConversation
 from memctx.summarize.extractive import ExtractiveSummarizer
 from memctx.summarize.types import SourceText
-from memctx.tokens import TokenCounter
+from memctx.tokens import TokenCounter, message_tokens, messages_tokens
 
 
 @dataclass(frozen=True)
@@ -290,7 +290,6 @@ def get_working_context(app: Any, conversation: UUID, query: str, token_budget: 
 _ASSEMBLERS: "WeakKeyDictionary[Any, ContextAssembler]" = WeakKeyDictionary()
 _ASSEMBLERS_LOCK = threading.Lock()
 
-
 def assembler_for(app: Any) -> ContextAssembler:
     """The app's one assembler, built on first use (it caches speaker names across calls)."""
     with _ASSEMBLERS_LOCK:
@@ -302,5 +301,5 @@ def assembler_for(app: Any) -> ContextAssembler:
 
 def build_assembler(app: Any) -> ContextAssembler:
     search = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(app.settings))
-    return ContextAssembler(app.pool, app.counter, search, ContextOptions.from_settings(app.settings),
-                            external=WebSearch.from_settings(app.settings, app.counter, app.pool))
+    web = app.web.scoped(app.pool) if app.web is not None else None  # the cache on the app's own pool
+    return ContextAssembler(app.pool, app.counter, search, ContextOptions.from_settings(app.settings), external=web)

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 from uuid import UUID
 
-from memctx.assemble.budget import message_tokens
 from memctx.assemble.render import current_section
 from memctx.assemble.types import Cut, Source
 from memctx.summarize.types import BoardItem
-from memctx.tokens import TokenCounter
+from memctx.tokens import TokenCounter, message_tokens
 
 COMPRESS_AT = 0.8
 

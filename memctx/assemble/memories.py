@@ -11,12 +11,11 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from memctx.assemble.budget import message_tokens
 from memctx.assemble.render import (GAP, MEMORY_HEADER, Line, gap_between, memory_groups, memory_section, session_header,
                                    session_key, summary_line, turn_line)
 from memctx.assemble.types import Cut, Source
 from memctx.retrieve.types import Fragment, Memory
-from memctx.tokens import TokenCounter
+from memctx.tokens import TokenCounter, message_tokens
 
 ROLE = "system"
 

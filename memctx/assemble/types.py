@@ -1,15 +1,18 @@
 """What get_working_context returns: messages, per-section accounting, sources, what was cut.
 
-Owns: the frozen result types and their JSON form. No logic.
+Owns: the frozen result types, their JSON form and their row in the context request log. No logic.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 from uuid import UUID
 
 from memctx.search.types import SearchReport
+from memctx.store.requests import ContextRequest
+from memctx.tokens import TokenCounter, messages_tokens
 
 SourceKind = Literal["message", "summary", "board", "external"]
 
@@ -95,6 +98,19 @@ class WorkingContext:
     @property
     def compressed(self) -> list[Cut]:
         return [c for c in self.cuts if c.action == "compressed"]
+
+    def log_entry(self, counter: TokenCounter, *, user_id: UUID, conversation_id: UUID,
+                  kind: Literal["context", "proxy"], query_stored_at: int | None = None, model: str | None = None,
+                  timings_ms: Mapping[str, float] | None = None, upstream_status: int | None = None) -> ContextRequest:
+        """Its row in the context request log. `query_stored_at` is the seq of the stored query
+        message (the proxy stores it): the history then counts it, up to that seq."""
+        system, query = self.messages[0], self.messages[-1]
+        fixed = messages_tokens(counter, [system] if query_stored_at is not None else [system, query])
+        return ContextRequest(user_id=user_id, conversation_id=conversation_id, kind=kind, token_budget=self.budget,
+                              tokens_used=self.tokens, fixed_tokens=fixed,
+                              timings_ms={**self.timings_ms, **(timings_ms or {})},
+                              sources=dict(Counter(s.kind for s in self.sources)), model=model,
+                              through_seq=query_stored_at, upstream_status=upstream_status)
 
     def as_json(self) -> dict[str, Any]:
         return {"mode": self.mode, "budget": self.budget, "tokens": self.tokens, "messages": self.messages,

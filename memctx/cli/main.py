@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Optional
 from uuid import UUID
@@ -20,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from memctx import db
+from memctx import db, doors
 from memctx.app import NotReady, open_app, prepare_database
 from memctx.assemble import get_working_context
 from memctx.cli import context, doctor, pipeline, search
@@ -216,8 +215,8 @@ def messages_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP)
 def _register_outer_layers(app: typer.Typer) -> None:
     """worker/, api/ and mcp_tools/ add their own commands through the `memctx.commands` entry
     points (pyproject.toml): the core never imports them."""
-    for entry in entry_points(group="memctx.commands"):
-        entry.load()(app)
+    for register in doors.plugged(doors.COMMANDS):
+        register(app)
 
 
 context.register(app)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from memctx.assemble.budget import message_tokens, messages_tokens
 from memctx.assemble.render import format_date
-from memctx.tokens import TokenCounter
+from memctx.tokens import TokenCounter, message_tokens, messages_tokens
 
 BASELINES = ("recency", "dense", "fulltext")
 

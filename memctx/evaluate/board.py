@@ -35,10 +35,10 @@ from memctx.evaluate.locomo import parse_evidence
 from memctx.store.ingest import parse_locomo
 from memctx.summarize import detect
 from memctx.summarize.extractive import ExtractiveSummarizer
-from memctx.summarize.ranking import truncate_words
-from memctx.summarize.text import split_sentences
+from memctx.summarize.length import fit
 from memctx.summarize.types import SECTIONS, Board, BoardItem, SourceText, Summarizer
 from memctx.tokens import TokenCounter
+from memctx.words import split_sentences
 
 # Utterances of the dev split labelled by hand: "tuning" is what the detectors were tuned on,
 # "holdout" was labelled blind afterwards (also dev: neither is a test split).
@@ -145,7 +145,7 @@ def _tokens(text: str) -> list[str]:
 def lead(turns: Sequence[SourceText], max_tokens: int, counter: TokenCounter) -> str:
     """The first turns of a session, "Speaker: text", cut to `max_tokens`."""
     text = "\n".join(f"{t.who}: {t.text}" if t.who else t.text for t in turns)
-    return truncate_words(text, max_tokens, counter) if counter.count(text) > max_tokens else text
+    return fit(text, max_tokens, counter)
 
 
 @dataclass

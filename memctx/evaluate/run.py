@@ -32,7 +32,6 @@ from uuid import UUID, uuid5
 
 import numpy as np
 
-from memctx.assemble.budget import message_tokens
 from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.assemble.render import session_header, session_key, turn_line as memory_line
 from memctx.evaluate.baselines import BASELINES, baseline_context, turn_line
@@ -46,6 +45,7 @@ from memctx.retrieve.types import Fragment
 from memctx.sql import QUERIES
 from memctx.store import DEFAULT_USER
 from memctx.store.ingest import ConversationInput, ingest, load_file
+from memctx.tokens import message_tokens
 
 Progress = Callable[[int], None]
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from memctx.tokens import TokenCounter
+from memctx.words import split_sentences
 
 DROP_TAGS = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed", "nav",
              "header", "footer", "aside", "form", "button", "input", "select", "textarea", "dialog", "menu")
@@ -27,7 +28,6 @@ BOILERPLATE = {"cookie", "cookies", "consent", "gdpr", "banner", "newsletter", "
                "modal", "paywall", "signup", "menu", "navbar", "toolbar", "skip", "sr-only", "visually-hidden"}
 KEEP_TAGS = {"html", "body", "main", "article"}
 BLOCKS = "h1, h2, h3, h4, h5, h6, p, li, blockquote, pre, dt, dd, figcaption, td"
-_SENTENCE = re.compile(r"(?<=[.!?…])[\"')\]’”]*\s+(?=[\"'(\[‘“]?[A-Z0-9])")
 _SPACE = re.compile(r"\s+")
 _SPLIT_WORDS = re.compile(r"[\s_-]+")
 MIN_MAIN_CHARS = 200  # a <main> or <article> shorter than this is a teaser, not the content
@@ -100,10 +100,6 @@ def _lines(root: LexborNode) -> list[str]:
     return lines
 
 
-def sentences(text: str) -> list[str]:
-    return [s for s in _SENTENCE.split(text) if s.strip()]
-
-
 def cut(lines: list[str], counter: TokenCounter, max_tokens: int) -> str:
     """`lines` joined by newlines, the longest prefix of whole sentences within `max_tokens`."""
     kept: list[str] = []
@@ -115,7 +111,7 @@ def cut(lines: list[str], counter: TokenCounter, max_tokens: int) -> str:
             used += cost
             continue
         part: list[str] = []
-        for sentence in sentences(line):
+        for sentence in split_sentences(line):
             c = counter.count(" ".join([*part, sentence])) + 1
             if used + c > max_tokens:
                 break

@@ -44,7 +44,8 @@ class WebSearchOptions:
 
 
 class WebSearch:
-    """One per app (its pool scopes the cache); safe to share between threads."""
+    """One per App, shared by its users' scoped copies; each assembler uses it `scoped` to its App's
+    pool (row-level security scopes the cache). Safe to share between threads."""
 
     def __init__(self, chain: EngineChain, fetcher: Fetcher, counter: TokenCounter, *, pool: Any = None,
                  anonymizer: Anonymizer | None = None, options: WebSearchOptions | None = None,
@@ -69,6 +70,11 @@ class WebSearch:
         return cls(EngineChain(engines), fetcher, counter, pool=pool,
                    anonymizer=Anonymizer(tuple(settings.search_anonymize_patterns)),
                    options=WebSearchOptions.from_settings(settings), slm=SmallLLM.from_settings(settings))
+
+    def scoped(self, pool: Any) -> "WebSearch":
+        """This search with its cache on `pool`; the engines, fetcher and small model are shared."""
+        return WebSearch(self.chain, self.fetcher, self.counter, pool=pool, anonymizer=self.anonymizer,
+                         options=self.options, slm=self.slm)
 
     def decide(self, query: str, *, known: str = "", people: Sequence[str] = (),
                memories: Sequence[str] = ()) -> Decision:

@@ -3,8 +3,8 @@
 Owns: the conversation overview with token savings and pending work, a conversation's summary
 tree (live summaries, what they folded, the messages they cover), the messages board items came
 from, the last working contexts and a cheap version that moves whenever the worker writes.
-Read-only; every function runs on the pool of the App it is given (the page passes the caller's,
-so row-level security scopes each row). Writing (summarize, edit, close) stays in memctx.pipeline.
+Read-only; every function runs on the pool it is given (the page passes the caller's, so
+row-level security scopes each row). Writing (summarize, edit, close) stays in memctx.pipeline.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from datetime import datetime
 from typing import Any, Mapping, Sequence
 from uuid import UUID
 
-from memctx.app import App
+from psycopg_pool import ConnectionPool
+
 from memctx.models import Message
 from memctx.sql import QUERIES
 
@@ -91,20 +92,20 @@ class ContextUse:
         return cls(**{k: row[k] for k in cls.__dataclass_fields__})
 
 
-def conversations(app: App, user_id: UUID, *, conversation_id: UUID | None = None,
+def conversations(pool: ConnectionPool, user_id: UUID, *, conversation_id: UUID | None = None,
                   limit: int = 200) -> list[ConversationOverview]:
     """The user's conversations, most recently active first (or only `conversation_id`)."""
-    with app.pool.connection() as conn:
+    with pool.connection() as conn:
         rows = conn.execute(QUERIES["dashboard_conversations"], {
             "user_id": user_id, "conversation_id": conversation_id, "limit": limit}).fetchall()
     return [ConversationOverview.from_row(r) for r in rows]
 
 
-def summary_tree(app: App, user_id: UUID, conversation_id: UUID) -> list[TreeNode]:
+def summary_tree(pool: ConnectionPool, user_id: UUID, conversation_id: UUID) -> list[TreeNode]:
     """The live summaries in chain order (master first, then high levels to low), each with the
     summaries it folded down to the messages the lowest ones cover."""
     key = {"user_id": user_id, "conversation_id": conversation_id}
-    with app.pool.connection() as conn:
+    with pool.connection() as conn:
         rows = conn.execute(QUERIES["summary_tree"], key).fetchall()
         leaves = [r for r in rows if r["source_kind"] != "summary"]
         messages = conn.execute(QUERIES["messages_in_range"], {
@@ -129,29 +130,29 @@ def summary_tree(app: App, user_id: UUID, conversation_id: UUID) -> list[TreeNod
     return [build(r, frozenset()) for r in children.get(None, [])]
 
 
-def messages_by_ids(app: App, user_id: UUID, conversation_id: UUID, ids: Sequence[UUID]) -> dict[UUID, Message]:
+def messages_by_ids(pool: ConnectionPool, user_id: UUID, conversation_id: UUID, ids: Sequence[UUID]) -> dict[UUID, Message]:
     """The conversation's messages among `ids` (the sources of board items), by id."""
     if not ids:
         return {}
-    with app.pool.connection() as conn:
+    with pool.connection() as conn:
         rows = conn.execute(QUERIES["messages_by_ids"], {
             "user_id": user_id, "conversation_id": conversation_id, "ids": list(ids)}).fetchall()
     return {r["id"]: Message.from_row(r) for r in rows}
 
 
-def recent_contexts(app: App, user_id: UUID, conversation_id: UUID, *, limit: int = 5) -> list[ContextUse]:
+def recent_contexts(pool: ConnectionPool, user_id: UUID, conversation_id: UUID, *, limit: int = 5) -> list[ContextUse]:
     """The last `limit` working contexts built for the conversation, newest first."""
-    with app.pool.connection() as conn:
+    with pool.connection() as conn:
         rows = conn.execute(QUERIES["recent_context_requests"], {
             "user_id": user_id, "conversation_id": conversation_id, "limit": limit}).fetchall()
     return [ContextUse.from_row(r) for r in rows]
 
 
-def version(app: App, user_id: UUID, conversation_id: UUID) -> dict[str, Any] | None:
+def version(pool: ConnectionPool, user_id: UUID, conversation_id: UUID) -> dict[str, Any] | None:
     """`{"version": str, "pending": int}`: the version changes whenever a message, summary or the
     board does; `pending` counts the worker's unprocessed outbox rows for messages the board does
     not cover yet (summarize now leaves none). None for an unknown conversation."""
-    with app.pool.connection() as conn:
+    with pool.connection() as conn:
         row = conn.execute(QUERIES["conversation_version"],
                            {"user_id": user_id, "conversation_id": conversation_id}).fetchone()
     if row is None:

@@ -9,7 +9,6 @@ It does not build contexts or call upstreams.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Mapping
@@ -18,10 +17,8 @@ from uuid import UUID
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memctx.assemble.budget import PER_MESSAGE, messages_tokens
-from memctx.assemble.types import WorkingContext
 from memctx.sql import QUERIES
-from memctx.tokens import TokenCounter
+from memctx.tokens import PER_MESSAGE
 
 # Tokens a stored message costs in a chat request beyond its content: the per-message overhead
 # and its role (every role name is one token).
@@ -30,7 +27,7 @@ STORED_MESSAGE_OVERHEAD = PER_MESSAGE + 1
 
 @dataclass(frozen=True)
 class ContextRequest:
-    """One context or proxy call, as the log keeps it."""
+    """One context or proxy call, as the log keeps it (`WorkingContext.log_entry` makes one)."""
 
     user_id: UUID
     conversation_id: UUID
@@ -43,20 +40,6 @@ class ContextRequest:
     model: str | None = None
     through_seq: int | None = None  # the conversation's history up to here; None = all of it
     upstream_status: int | None = None
-
-    @classmethod
-    def from_context(cls, wc: WorkingContext, counter: TokenCounter, *, user_id: UUID, conversation_id: UUID,
-                     kind: Literal["context", "proxy"], query_stored_at: int | None = None,
-                     model: str | None = None, timings_ms: Mapping[str, float] | None = None,
-                     upstream_status: int | None = None) -> "ContextRequest":
-        """The log row of a working context. `query_stored_at` is the seq of the stored query
-        message (the proxy stores it): the history then counts it, up to that seq."""
-        system, query = wc.messages[0], wc.messages[-1]
-        fixed = messages_tokens(counter, [system] if query_stored_at is not None else [system, query])
-        return cls(user_id=user_id, conversation_id=conversation_id, kind=kind, token_budget=wc.budget,
-                   tokens_used=wc.tokens, fixed_tokens=fixed, timings_ms={**wc.timings_ms, **(timings_ms or {})},
-                   sources=dict(Counter(s.kind for s in wc.sources)), model=model, through_seq=query_stored_at,
-                   upstream_status=upstream_status)
 
 
 @dataclass(frozen=True)

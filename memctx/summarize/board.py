@@ -58,10 +58,13 @@ from memctx.summarize.text import NOT_NAMES, SMALL_TALK, STOPWORDS, Unit, units_
 from memctx.summarize.types import (ENTITY_KINDS, SECTION, SECTIONS, Board, BoardItem, ItemSource, SourceText,
                                     unprefixed)
 from memctx.tokens import TokenCounter
+from memctx.words import words
 
 SOURCES_KEPT = 5  # the newest messages an item cites
 TOPIC_TERMS_KEPT = 300
 
+# A word of a name, unlike `memctx.words.WORD`: it keeps "&" and "-" ("AT&T", "Jean-Luc") and never
+# starts with a digit, so that a run of capitalized words is a name as written.
 _TOKEN = re.compile(r"[^\W\d_][\w'’&-]*")
 _CONNECTORS = frozenset("of the de del da di du van von la le".split())
 _STARTERS = STOPWORDS | SMALL_TALK | frozenset("""
@@ -128,7 +131,7 @@ making tough together difference help helps helped helping proud inspiring impac
 # Generic list handling -----------------------------------------------------------------------
 
 def _key(line: str) -> str:
-    return " ".join(re.findall(r"\w+", line.lower()))
+    return " ".join(words(line.lower()))
 
 
 def join_sources(old: Iterable[ItemSource], new: Iterable[ItemSource]) -> tuple[ItemSource, ...]:
@@ -215,11 +218,11 @@ def pending_after(previous: Sequence[BoardItem], messages: Sequence[SourceText],
 # Corrections -----------------------------------------------------------------------------------
 
 # Words that name the same slot of what someone says ("vegetarian" now, "pescatarian" before).
-_SLOTS = {word: slot for slot, words in {
+_SLOTS = {word: slot for slot, listed in {
     "diet": "vegetarian vegan pescatarian meat fish eat eating diet omnivore keto gluten dairy",
     "money": "budget price cost costs spend spending euros dollars pounds",
     "when": "monday tuesday wednesday thursday friday saturday sunday morning afternoon evening night am pm",
-}.items() for word in words.split()}
+}.items() for word in listed.split()}
 _CORRECTION_WORDS = frozenset("actually no nope sorry meant correction now instead anymore longer mean wait "
                               "scratch oops wrong right said".split())
 
@@ -227,8 +230,8 @@ _CORRECTION_WORDS = frozenset("actually no nope sorry meant correction now inste
 def _slots(item: BoardItem) -> set[str]:
     """The words of what an item says (who said it left out), a slot standing for its words."""
     text = unprefixed(item).text
-    words = {w for w in re.findall(r"[a-z][a-z'-]+|\d[\d,.]*", text.lower())}
-    return {_SLOTS.get(w, w) for w in words if w not in STOPWORDS and w not in _CORRECTION_WORDS and len(w) > 2}
+    said = set(words(text.lower()))
+    return {_SLOTS.get(w, w) for w in said if w not in STOPWORDS and w not in _CORRECTION_WORDS and len(w) > 2}
 
 
 def supersede(old: Mapping[str, Sequence[BoardItem]], new: Mapping[str, Sequence[BoardItem]],
@@ -500,10 +503,10 @@ def update_board(board: Board, new_messages: Sequence[SourceText], *, max_tokens
 def attribute(text: str, fresh: Sequence[SourceText]) -> tuple[ItemSource, ...]:
     """The message a line written by someone else (an LLM) most likely came from: the one that
     shares the most of its content words, if it shares at least half of them; else none."""
-    wanted = {w for w in re.findall(r"\w+", text.lower()) if len(w) > 2 and w not in STOPWORDS}
+    wanted = {w for w in words(text.lower()) if len(w) > 2 and w not in STOPWORDS}
     if not wanted:
         return ()
-    overlap = [(len(wanted & set(re.findall(r"\w+", m.text.lower()))), -i) for i, m in enumerate(fresh)]
+    overlap = [(len(wanted & set(words(m.text.lower()))), -i) for i, m in enumerate(fresh)]
     best, index = max(overlap, default=(0, 0))
     return (ItemSource.of(fresh[-index]),) if best * 2 >= len(wanted) else ()
 

@@ -39,15 +39,8 @@ class ExtractiveSummarizer:
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.counter = counter or get_counter()
 
-    def summarize(
-        self,
-        sources: Sequence[SourceText],
-        *,
-        level: int,
-        is_master: bool,
-        max_tokens: int,
-        previous: str | None = None,
-    ) -> SummaryDraft:
+    def summarize(self, sources: Sequence[SourceText], *, level: int, is_master: bool, max_tokens: int,
+                  previous: str | None = None) -> SummaryDraft:
         items = with_previous(sources, previous, level) if is_master else list(sources)
         content = extract_summary(items, max_tokens=max_tokens, counter=self.counter)
         return SummaryDraft(content=content, token_count=self.counter.count(content),

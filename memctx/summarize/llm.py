@@ -35,7 +35,7 @@ from memctx.summarize.prompts import (
     level1_prompt,
     master_prompt,
 )
-from memctx.summarize.ranking import truncate_words
+from memctx.summarize.length import fit
 from memctx.summarize.text import format_span, parse_span, source_days
 from memctx.summarize.types import SECTIONS, Board, SourceText, Summarizer, SummaryDraft
 from memctx.tokens import TokenCounter
@@ -168,15 +168,8 @@ class LLMSummarizer:
                     "fallbacks": {task: self.fallbacks[task] for task in ("summary", "board")},
                     "failures": dict(self.failures), "unsourced_items": self.unsourced_items}
 
-    def summarize(
-        self,
-        sources: Sequence[SourceText],
-        *,
-        level: int,
-        is_master: bool,
-        max_tokens: int,
-        previous: str | None = None,
-    ) -> SummaryDraft:
+    def summarize(self, sources: Sequence[SourceText], *, level: int, is_master: bool, max_tokens: int,
+                  previous: str | None = None) -> SummaryDraft:
         if not sources and not (previous or "").strip():
             return SummaryDraft(content="", token_count=0, summarizer=self.name)
         if is_master:
@@ -193,7 +186,7 @@ class LLMSummarizer:
                                             max_tokens=max_tokens, previous=previous)
             return replace(draft, fallback=True)
         scope = with_previous(sources, previous, level) if is_master else list(sources)
-        content = self._fit(_dated(reply.summary, scope), max_tokens)
+        content = fit(_dated(reply.summary, scope), max_tokens, self.counter)  # a model may overshoot
         return SummaryDraft(content=content, token_count=self.counter.count(content), summarizer=self.name)
 
     def update_board(self, board: Board, new_messages: Sequence[SourceText], *, max_tokens: int) -> Board:
@@ -207,18 +200,12 @@ class LLMSummarizer:
             self._record(failure, "board")
             return self.fallback.update_board(board, new_messages, max_tokens=max_tokens)
         proposed = reply.model_dump()
-        updated = board_from_fields(board, fresh, summary=self._fit(reply.summary, max_tokens), proposed=proposed)
+        updated = board_from_fields(board, fresh, summary=fit(reply.summary, max_tokens, self.counter), proposed=proposed)
         unsourced = _unsourced(board, updated)
         if unsourced:
             with self._lock:
                 self.unsourced_items += unsourced
         return updated
-
-    def _fit(self, text: str, max_tokens: int) -> str:
-        """`text` within `max_tokens`: a model may overshoot the length it was asked for."""
-        if self.counter.count(text) <= max_tokens:
-            return text
-        return truncate_words(text, max_tokens, self.counter)
 
 
 def _unsourced(previous: Board, board: Board) -> int:

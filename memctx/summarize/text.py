@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Iterator, Sequence
 
 from memctx.summarize.types import SourceText
-from memctx.words import STOPWORDS, WORD, words
+from memctx.words import STOPWORDS, WORD, split_sentences, words
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
@@ -44,11 +44,6 @@ I I'm I'll I've I'd Im Ive OK Ok Okay LOL Lol OMG Omg BTW Btw TBH Tbh Mr Mrs Ms 
 Mon Tue Tues Wed Thu Thur Thurs Fri Sat Sun
 """.split()) | frozenset(MONTHS) | frozenset(WEEKDAYS)
 
-_ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof st sr jr vs etc e.g i.e inc ltd co corp no approx mt ft u.s u.k a.m p.m "
-    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
-)
-_BOUNDARY = re.compile(r"\s*\n\s*|[.!?…]+[\"'”’»)\]]*(?:\s+|$)|[。！？]+[」』”’)]*\s*")
 _CLAUSE = re.compile(r"(?<=[,;:，、；：])\s*|\s+[–—-]\s+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _NUMBER = re.compile(
@@ -149,41 +144,7 @@ def parse_span(line: str) -> tuple[date, date] | None:
     return first, last
 
 
-# Sentences -----------------------------------------------------------------------------------
-
-def _false_stop(text: str, m: re.Match[str]) -> bool:
-    """A full stop after an abbreviation ("Dr.", "e.g.") or an initial is not a boundary.
-
-    A lowercase next word does not make one: chat sentences often start in lowercase.
-    """
-    mark = m.group()
-    if "\n" in mark or any(c in mark for c in "!?…。！？"):
-        return False
-    before = text[: m.start()].rsplit(None, 1)
-    word = before[-1].lower().strip("(\"'") if before else ""
-    if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
-        return True
-    nxt = text[m.end(): m.end() + 1]
-    return "." in word and nxt.islower()
-
-
-@lru_cache(maxsize=16384)
-def split_sentences(text: str) -> tuple[str, ...]:
-    """Sentences of `text`, split at . ! ? … (and CJK stops) and line breaks."""
-    out: list[str] = []
-    start = 0
-    for m in _BOUNDARY.finditer(text):
-        if m.end() <= start or _false_stop(text, m):
-            continue
-        piece = text[start: m.end()].strip()
-        if piece:
-            out.append(piece)
-        start = m.end()
-    rest = text[start:].strip()
-    if rest:
-        out.append(rest)
-    return tuple(out)
-
+# Sentence units ------------------------------------------------------------------------------
 
 def unit_size(text: str) -> int:
     """Length in words, counting each CJK character as a word."""

@@ -349,14 +349,7 @@ class Summarizer(Protocol):
 
     name: str
 
-    def summarize(
-        self,
-        sources: Sequence[SourceText],
-        *,
-        level: int,
-        is_master: bool,
-        max_tokens: int,
-        previous: str | None = None,
-    ) -> SummaryDraft: ...
+    def summarize(self, sources: Sequence[SourceText], *, level: int, is_master: bool, max_tokens: int,
+                  previous: str | None = None) -> SummaryDraft: ...
 
     def update_board(self, board: Board, new_messages: Sequence[SourceText], *, max_tokens: int) -> Board: ...

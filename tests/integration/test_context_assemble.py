@@ -8,9 +8,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from psycopg.types.json import Jsonb
 
-from memctx.assemble import BudgetTooSmall, ContextOptions, assembler_for, get_working_context, messages_tokens
+from memctx.assemble import BudgetTooSmall, ContextOptions, assembler_for, get_working_context
 from memctx.models import NewMessage
 from memctx.store import UnknownConversation
+from memctx.tokens import messages_tokens
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
 TOPICS = ["pottery class and a blue bowl", "my dog Rex, a border collie", "a hiking trip to the Dolomites",

@@ -107,8 +107,8 @@ def test_the_log_holds_no_message_text(app, two_users):
     wc = get_working_context(app, conv_a.id, "Who brings the banner?", 500, user=a)
     with app.pool.connection() as conn:
         _log(conn, a, conv_a.id, used=wc.tokens)
-        log_request(conn, ContextRequest.from_context(wc, app.counter, user_id=a, conversation_id=conv_a.id,
-                                                      kind="context"), retention_days=30)
+        log_request(conn, wc.log_entry(app.counter, user_id=a, conversation_id=conv_a.id, kind="context"),
+                    retention_days=30)
         columns = [r["column_name"] for r in conn.execute(
             "select column_name from information_schema.columns where table_schema = 'memctx' "
             "and table_name = 'context_requests' order by ordinal_position")]

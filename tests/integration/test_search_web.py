@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from memctx.app import open_app
-from memctx.assemble import get_working_context, messages_tokens
+from memctx.assemble import get_working_context
 from memctx.config import Settings
 from memctx.models import NewMessage
 from memctx.search import EngineChain, SearchFailed, WebSearch
@@ -17,7 +17,7 @@ from memctx.search.engines import DuckDuckGoEngine, SearxngEngine
 from memctx.search.fetch import Fetcher, FetchRefused
 from memctx.search.service import WebSearchOptions
 from memctx.search.types import Decision
-from memctx.tokens import get_counter
+from memctx.tokens import get_counter, messages_tokens
 from web_support import LoopbackWeb
 
 YES = Decision(True, "test", "keyword")

@@ -2,10 +2,10 @@
 
 from uuid import uuid4
 
-from memctx.assemble.budget import CachedCounter, messages_tokens, pack
+from memctx.assemble.budget import CachedCounter, pack
 from memctx.assemble.current import CurrentItems, fit_current, merge_cuts
 from memctx.assemble.types import Cut
-from memctx.tokens import get_counter
+from memctx.tokens import get_counter, messages_tokens
 
 COUNTER = get_counter()
 

@@ -5,11 +5,10 @@ from uuid import uuid4
 
 import pytest
 
-from memctx.assemble.budget import message_tokens
 from memctx.assemble.memories import fill_memories
 from memctx.assemble.render import GAP, MEMORY_HEADER
 from memctx.retrieve.types import Fragment, Memory, Provenance
-from memctx.tokens import get_counter
+from memctx.tokens import get_counter, message_tokens
 
 COUNTER = get_counter()
 CONV = uuid4()

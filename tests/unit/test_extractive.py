@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 from memctx.models import Message, Summary
 from memctx.summarize.chain import ChainElement, ChainParams, apply_action, plan_next
 from memctx.summarize.extractive import ExtractiveSummarizer
-from memctx.summarize.text import split_long, split_sentences
+from memctx.summarize.text import split_long
 from memctx.summarize.types import SourceText
 from memctx.tokens import get_counter
+from memctx.words import split_sentences
 
 COUNTER = get_counter()
 SUMMARIZER = ExtractiveSummarizer(COUNTER)

@@ -1,4 +1,5 @@
-"""The core never imports its outer layers: worker/, api/ and mcp_tools/ plug into it."""
+"""The layers point one way: the doors (worker/, api/, mcp_tools/) depend on the core, never on
+each other, and the store, the lowest room of the write path, depends on neither assembly nor the App."""
 
 from __future__ import annotations
 
@@ -7,27 +8,58 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from memctx import doors
 from memctx.cli import app
 
-CORE = Path(__file__).resolve().parents[2] / "memctx"
-OUTER = {"worker", "api", "mcp_tools"}
+ROOT = Path(__file__).resolve().parents[2]
+DOORS = {"worker", "api", "mcp_tools"}
 
 
-def _imported_roots(path: Path) -> set[str]:
-    roots = set()
+def _imported(path: Path) -> set[str]:
+    """The absolute module names `path` imports, anywhere in it (functions and TYPE_CHECKING too)."""
+    names = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            roots |= {alias.name.split(".")[0] for alias in node.names}
+            names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            roots.add(node.module.split(".")[0])
-    return roots
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return names
 
 
-def test_no_core_module_imports_an_outer_layer():
-    offenders = {str(p.relative_to(CORE.parent)): sorted(_imported_roots(p) & OUTER) for p in CORE.rglob("*.py")}
-    assert {path: names for path, names in offenders.items() if names} == {}
+def _offenders(package: str, forbidden: set[str]) -> dict[str, list[str]]:
+    """Modules under `package` that import one of `forbidden` (a module or anything inside it)."""
+    found = {}
+    for path in (ROOT / package).rglob("*.py"):
+        bad = sorted(n for n in _imported(path) if any(n == f or n.startswith(f + ".") for f in forbidden))
+        if bad:
+            found[str(path.relative_to(ROOT))] = bad
+    return found
+
+
+def test_no_core_module_imports_a_door():
+    assert _offenders("memctx", DOORS) == {}
+
+
+def test_no_door_imports_another():
+    for door in DOORS:
+        assert _offenders(door, DOORS - {door}) == {}, door
+
+
+def test_the_store_depends_on_neither_assembly_nor_the_app():
+    assert _offenders("memctx/store", {"memctx.assemble", "memctx.app"}) == {}
+
+
+def test_authentication_lives_in_the_core():
+    assert not (ROOT / "api" / "auth.py").exists()
+    assert "memctx.auth" in _imported(ROOT / "mcp_tools" / "http.py") & _imported(ROOT / "api" / "deps.py")
 
 
 def test_the_worker_registers_its_command_through_the_entry_point():
     result = CliRunner().invoke(app, ["worker", "--help"])
     assert result.exit_code == 0 and "--dispatch" in result.output
+
+
+def test_the_mcp_tools_plug_into_the_http_server_through_the_entry_point():
+    from mcp_tools.http import router
+
+    assert router in doors.plugged(doors.ROUTERS)

@@ -1,10 +1,12 @@
 """Who calls: a bearer credential resolved to a user, and that user's row-level-security scoped App.
 
-Owns: reading `Authorization: Bearer <credential>` and deciding whose it is. The credential is a
+Owns: reading an `Authorization: Bearer <credential>` header and deciding whose it is, for every
+door (the HTTP API, the MCP server over HTTP and stdio); the doors turn `Unauthorized` into their
+own refusal. The credential is a
 memctx API key (`mck_…`, looked up by its hash with the owner's pool: the only query here that
 runs before the caller is known) or a Supabase JWT: HS256 with `MEMCTX_JWT_SECRET`, or RS256 /
 ES256 checked against the keys at `MEMCTX_JWT_JWKS_URL`. `exp`, `aud` and a UUID `sub` are
-required. Anything else is a 401 with `WWW-Authenticate: Bearer`, never a detail of why. Handlers
+required. Anything else is `Unauthorized`, which a door answers without a detail of why. Handlers
 get a `Caller` whose `app` is `App.for_user(...)`: every query of theirs runs under RLS.
 """
 
@@ -18,7 +20,6 @@ from uuid import UUID
 
 import httpx
 import jwt
-from fastapi import HTTPException, Request
 
 from memctx import keys
 from memctx.app import App
@@ -115,17 +116,9 @@ class Authenticator:
             raise Unauthorized("invalid token") from exc
 
 
-def bearer(request: Request) -> str:
-    scheme, _, credential = request.headers.get("authorization", "").partition(" ")
+def bearer(authorization: str | None) -> str:
+    """The credential of an `Authorization: Bearer <credential>` header value."""
+    scheme, _, credential = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not credential.strip():
         raise Unauthorized("no bearer credential")
     return credential.strip()
-
-
-def caller(request: Request) -> Caller:
-    """The FastAPI dependency every /v1 route takes: 401 unless the credential is valid."""
-    authenticator: Authenticator = request.app.state.authenticator
-    try:
-        return authenticator.caller(bearer(request))
-    except Unauthorized:
-        raise HTTPException(401, "invalid or missing credentials", headers={"WWW-Authenticate": "Bearer"}) from None

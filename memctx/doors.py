@@ -1,0 +1,21 @@
+"""Where the doors plug in: what worker/, api/ and mcp_tools/ add to the core's command line and to
+the HTTP server.
+
+Owns: loading the `memctx.commands` entry points (functions that add commands to the `memctx`
+Typer app) and the `memctx.routers` entry points (functions `(App, Settings) -> APIRouter` that
+`memctx serve` includes, such as the MCP tools at /mcp), declared in pyproject.toml. Through it
+the core never imports a door, and no door imports another.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Any, Callable
+
+COMMANDS = "memctx.commands"
+ROUTERS = "memctx.routers"
+
+
+def plugged(group: str) -> list[Callable[..., Any]]:
+    """The functions the installed doors declare under `group`, in name order."""
+    return [entry.load() for entry in sorted(entry_points(group=group), key=lambda e: e.name)]
