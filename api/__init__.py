@@ -1,1 +1,1 @@
-"""api: thin layer over memctx (filled by later issues)."""
+"""api: the HTTP door over memctx (thin): routes under /v1, the proxy, the board page."""

@@ -2,7 +2,7 @@
 
 The candidates are the turns of the first LoCoMo dev conversation in 200 seeded random rankings
 of 120 (as many as get_working_context considers), so memories come from many sessions.
-On a checkout before memory_section's session headers (issue 12), it measures the old path.
+On a checkout from before the memory section had session headers, it measures the old path.
 
     PYTHONPATH=. python bench/memory_section.py [PATH]
 """
@@ -36,7 +36,7 @@ try:
 
     def fitted(memories: list[Memory], budget: int) -> int:
         return len(fill_memories(memories, set(), budget, counter).sources)
-except ImportError:  # before issue 12's session headers
+except ImportError:  # a checkout from before the session headers
     from memctx.assemble.context import ContextAssembler
 
     class _Old:

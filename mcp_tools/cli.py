@@ -13,7 +13,10 @@ from memctx.config import Settings
 def mcp_cmd(http: bool = typer.Option(False, "--http", help="serve streamable HTTP at /mcp instead of stdio"),
             host: Optional[str] = typer.Option(None, help="--http: listen address (MEMCTX_API_HOST, 127.0.0.1)"),
             port: Optional[int] = typer.Option(None, help="--http: listen port (MEMCTX_API_PORT, 8080)")) -> None:
-    """Serve the MCP tools. stdio: the user of MEMCTX_API_KEY, the conversation MEMCTX_CONVERSATION.
+    """Serve the MCP tools, over stdio or streamable HTTP.
+
+    stdio: the user of MEMCTX_API_KEY, the conversation MEMCTX_CONVERSATION.
+
     HTTP: each request's bearer key or JWT, and its X-Memctx-Conversation header."""
     settings = Settings()
     if http:

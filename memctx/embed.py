@@ -220,7 +220,7 @@ class LocalE5Small:
     `threads` for the process when it loads. Its cosines sit in a narrow band (~0.7-0.85 on
     LoCoMo), so the dense-only threshold needs its own value (0.76 keeps the share 0.15 keeps
     for MiniLM). On LoCoMo dev it found no more evidence than MiniLM and embedded 4-5x slower
-    (docs/BENCHMARKS.md, issue 12): an option, not the default.
+    (docs/BENCHMARKS.md): an option, not the default.
     """
 
     name = "multilingual-e5-small-q4"

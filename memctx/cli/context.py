@@ -76,8 +76,10 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
                     scope: str = typer.Option("conversation", help="conversation: each sample one conversation; "
                                               "user: each session its own closed conversation, questions asked "
                                               "in a new one with user-scope memory")) -> None:
-    """Score get_working_context on a LoCoMo file (no LLM): evidence recall, answer containment,
-    tokens and latency, beside the recency, dense-only and full-text-only baselines."""
+    """Score the working context on a LoCoMo file (no LLM).
+
+    Evidence recall, answer containment, tokens and latency, beside the recency, dense-only
+    and full-text-only baselines."""
     from memctx.app import open_app
     from memctx.config import Settings
     from memctx.evaluate.locomo import load_questions
@@ -140,7 +142,7 @@ def register(app: typer.Typer) -> None:
     """Add this layer's commands to the main app."""
     app.command("context")(context_cmd)
     app.command("search")(search_cmd)
-    eval_app = typer.Typer(help="Evaluate memctx on benchmarks (no LLM).", no_args_is_help=True)
+    eval_app = typer.Typer(help="Evaluate memctx on benchmarks (no LLM).", no_args_is_help=True, rich_markup_mode="markdown")
     eval_app.command("locomo")(eval_locomo_cmd)
     eval_app.command("board")(eval_board_cmd)
     app.add_typer(eval_app, name="eval")

@@ -15,9 +15,10 @@ out = Console(highlight=False, soft_wrap=True)
 
 
 def doctor_cmd(as_json: bool = typer.Option(False, "--json", help="one JSON object per check")) -> None:
-    """Check that memctx can run here: CPU flags, a portable Postgres build, pgvector (cast,
-    distance, HNSW), full-text search, the offline tokenizer and the embedding model, in a scratch
-    database. Exit 1 if any check fails."""
+    """Check that memctx can run on this machine; exit 1 if a check fails.
+
+    Checks the CPU flags, a portable Postgres build, pgvector (cast, distance, HNSW),
+    full-text search, the offline tokenizer and the embedding model, in a scratch database."""
     checks = doctor.run(Settings())
     for check in checks:
         if as_json:

@@ -34,8 +34,10 @@ from memctx.store import DEFAULT_USER
 from memctx.store.ingest import IngestResult, ingest, load_file
 
 app = typer.Typer(help="memctx: Postgres-native memory and context for LLM chat.", no_args_is_help=True,
+                  rich_markup_mode="markdown",
                   pretty_exceptions_enable=False)
-db_app = typer.Typer(help="The database memctx uses (embedded by default).", no_args_is_help=True)
+db_app = typer.Typer(help="The database memctx uses (embedded by default).", no_args_is_help=True,
+                     rich_markup_mode="markdown")
 app.add_typer(db_app, name="db")
 
 DEMO_FILE = Path(__file__).resolve().parents[1] / "data" / "demo.jsonl"
@@ -101,8 +103,9 @@ def _ingest_with_progress(memctx_app, path: Path, fmt: str, user: UUID) -> list[
 def ingest_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False, help="file to ingest"),
                format: str = typer.Option("jsonl", "--format", "-f", help="locomo or jsonl"),
                user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
-    """Ingest a conversation file in one transaction (all or nothing); prints one JSON line per
-    conversation. Re-runs store nothing new."""
+    """Ingest a conversation file; prints one JSON line per conversation.
+
+    One transaction: all of the file or nothing. Running it again stores nothing new."""
     owner = user_id(user)
     try:
         with open_app(_settings()) as memctx_app:
@@ -124,8 +127,10 @@ DEMO_QUESTION = "What should I keep in mind when booking Tomás's birthday dinne
 def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file"),
          question: str = typer.Option(DEMO_QUESTION, help="the new message to build a context for"),
          budget: int = typer.Option(1000, min=64, help="token budget of the working context")) -> None:
-    """Start the database, migrate, ingest the demo conversation, summarize it, and show what
-    was stored and the working context memctx builds for a new message."""
+    """Run memctx end to end on a demo conversation, and show what it built.
+
+    Starts the database, migrates, ingests the demo conversation and summarizes it, then
+    shows what was stored and the working context memctx builds for a new message."""
     settings = _settings()
     applied = prepare_database(settings)
     err.print(f"database: {escape(db.database_url(settings))}  (migrations applied now: {len(applied)})",

@@ -37,9 +37,10 @@ def eval_board_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False,
                    max_reply_tokens: Optional[int] = typer.Option(None, min=1, help="with --llm: cut each reply at N "
                                                                   "tokens (a cut reply falls back), for a slow model"),
                    ) -> None:
-    """Score the summary board on LoCoMo's gold facts and session summaries (key-free unless
-    --llm; no database): precision and coverage of its items, section sizes, ROUGE-L against
-    lead-k, and its detectors on labelled utterances."""
+    """Score the summary board on LoCoMo's gold facts and session summaries.
+
+    Precision and coverage of its items, section sizes, ROUGE-L against lead-k, and its
+    detectors on labelled utterances. No database; no key unless --llm."""
     from memctx.evaluate.board import LABEL_SETS, run_board_eval
     from memctx.providers import make_summarizer
     from memctx.summarize.llm import LLMSummarizer
@@ -88,8 +89,9 @@ def register(app: typer.Typer) -> None:
                       regenerate: bool = typer.Option(False, "--regenerate",
                                                       help="discard every summary (edited ones too) and rebuild")
                       ) -> None:
-        """Do a conversation's pending summarization now (the board's incomplete tail included, every
-        summary embedded)."""
+        """Do a conversation's pending summarization now.
+
+        The board's incomplete tail is included and every summary is embedded."""
         owner = user_id(user)
         with open_app(Settings()) as memctx_app:
             conv = conversation_id(memctx_app, owner, conversation)

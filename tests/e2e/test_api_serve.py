@@ -1,6 +1,6 @@
-"""The README's HTTP API section as a user runs it: `memctx serve` as a process on the test
+"""The HTTP API's page (docs/API.md) as a user runs it: `memctx serve` as a process on the test
 database, `memctx keys create`, then the curl commands, the node script and the Python snippet
-exactly as the README shows them."""
+exactly as the page shows them; the README shows the same commands."""
 
 from __future__ import annotations
 
@@ -22,15 +22,19 @@ from api_support import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
-SECTION = README[README.index("## The HTTP API\n"):]
-SECTION = SECTION[:SECTION.index("\n## ", 1)]
-BLOCKS = re.findall(r"```(\w+)\n(.*?)```", SECTION, re.S)
+PAGE = (ROOT / "docs" / "API.md").read_text()
+BLOCKS = re.findall(r"```(\w+)\n(.*?)```", PAGE, re.S)
 
 
 def _block(lang: str, containing: str) -> str:
     found = [body for kind, body in BLOCKS if kind == lang and containing in body]
-    assert len(found) == 1, f"the README's HTTP API section has no single {lang} block with {containing!r}"
+    assert len(found) == 1, f"docs/API.md has no single {lang} block with {containing!r}"
     return found[0]
+
+
+def test_the_readme_shows_the_api_page_s_commands_as_the_test_runs_them():
+    for containing in ("memctx serve", "curl"):
+        assert f"```bash\n{_block('bash', containing)}```" in README
 
 
 def _commands(block: str) -> list[list[str]]:
@@ -40,7 +44,7 @@ def _commands(block: str) -> list[list[str]]:
 
 @pytest.fixture
 def served(database_url, tmp_path):
-    """`memctx serve` exactly as the README starts it, on a free port instead of 8080."""
+    """`memctx serve` exactly as docs/API.md starts it, on a free port instead of 8080."""
     serve, keys_create = _commands(_block("bash", "memctx serve"))
     assert serve[:2] == ["memctx", "serve"] and keys_create[:3] == ["memctx", "keys", "create"]
     port = free_port()
@@ -75,7 +79,7 @@ def served(database_url, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("node") is None, reason="needs curl and node")
-def test_the_readme_curl_node_and_python_examples_run_against_memctx_serve(served):
+def test_the_curl_node_and_python_examples_run_against_memctx_serve(served):
     curl = subprocess.run(["bash", "-euo", "pipefail", "-c", _block("bash", "curl")], env=served, cwd=ROOT,
                           capture_output=True, text=True, timeout=120, check=True)
     created, stored, context = [json.loads(line) for line in curl.stdout.replace("}{", "}\n{").splitlines()]
@@ -85,7 +89,7 @@ def test_the_readme_curl_node_and_python_examples_run_against_memctx_serve(serve
     assert context["budget"] == 2000 and context["sources"]
 
     script = ROOT / "docs" / "examples" / "context.mjs"
-    assert script.read_text() in _block("js", "fetch")  # the README shows the file the test runs
+    assert script.read_text() in _block("js", "fetch")  # the page shows the file the test runs
     node = subprocess.run(["node", str(script)], env=served, cwd=ROOT, capture_output=True, text=True,
                           timeout=60, check=True)
     messages = json.loads(node.stdout)

@@ -1,4 +1,4 @@
-"""Memory search past the exact scan (issue 13): the HNSW plan and the bounded full text against
+"""Memory search past the exact scan: the HNSW plan and the bounded full text against
 the exact plan, on the same data, in a real Postgres with other users' rows in the table."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Summaries beside turns in user-scope memory (issue 12, `--scope user`), on locomo-mini."""
+"""Summaries beside turns in user-scope memory (`--scope user`), on locomo-mini."""
 
 from __future__ import annotations
 

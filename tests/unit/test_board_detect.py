@@ -1,4 +1,4 @@
-"""The board's key-free detectors on the sentences issue 14 found wrong, and on the ones they must keep."""
+"""The board's key-free detectors on sentences they once got wrong, and on the ones they must keep."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The README's MCP section as a user follows it: the stdio client configuration and the HTTP one
-(against `memctx mcp --http` as a process), each with a real key, through the official MCP client."""
+"""The MCP page (docs/MCP.md) as a user follows it: the stdio client configuration and the HTTP one
+(against `memctx mcp --http` as a process), each with a real key, through the official MCP client.
+The README shows the same stdio configuration."""
 
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ from memctx import keys
 from memctx.app import open_app
 from memctx.config import Settings
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-SECTION = README[README.index("## MCP tools\n"):]
-SECTION = SECTION[:SECTION.index("\n## ", 1)]
-STDIO, HTTP = (json.loads(body)["mcpServers"]["memctx"] for body in re.findall(r"```json\n(.*?)```", SECTION, re.S))
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+BLOCKS = re.findall(r"```json\n(.*?)```", (ROOT / "docs" / "MCP.md").read_text(), re.S)
+STDIO, HTTP = (json.loads(body)["mcpServers"]["memctx"] for body in BLOCKS)
 BIN = Path(sys.executable).parent
 
 
@@ -41,7 +42,7 @@ def key(database_url) -> str:
 
 
 def _filled(values: dict[str, str], key: str, database_url: str) -> dict[str, str]:
-    """The README's placeholders replaced: the key, this test's database."""
+    """The page's placeholders replaced: the key, this test's database."""
     return {name: value.replace("mck_…", key).replace("postgresql://…", database_url) for name, value in values.items()}
 
 
@@ -52,6 +53,10 @@ async def _round_trip(session: ClientSession) -> dict[str, Any]:
     assert not added.is_error, added.content
     found = await session.call_tool("search_conversation_history", {"query": "table for six"})
     return json.loads(found.content[0].text)
+
+
+def test_the_readme_shows_the_stdio_configuration_the_test_runs():
+    assert f"```json\n{BLOCKS[0]}```" in README
 
 
 def test_the_stdio_configuration(key, database_url):
@@ -69,7 +74,7 @@ def test_the_stdio_configuration(key, database_url):
 
 @contextmanager
 def _mcp_http(database_url: str) -> Iterator[str]:
-    """`memctx mcp --http` on a free port; yields the README's URL with that port."""
+    """`memctx mcp --http` on a free port; yields the page's URL with that port."""
     port = free_port()
     server = subprocess.Popen([str(BIN / "memctx"), "mcp", "--http", "--port", str(port)],
                               env={**os.environ, "MEMCTX_DATABASE_URL": database_url},
