@@ -7,6 +7,8 @@ credentials and for /readyz; every handler works through `Caller.app`, scoped by
 
 from __future__ import annotations
 
+import logging
+import threading
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -24,8 +26,13 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
 
     @asynccontextmanager
     async def lifespan(running: FastAPI):
+        # The embedder loads beside the server starting: /healthz answers meanwhile, /readyz
+        # only once it has loaded, and the first context call does not pay for it.
+        threading.Thread(target=_load_embedder, args=(app, running.state.embedder_loaded),
+                         name="memctx-embedder-load", daemon=True).start()
         yield
-        running.state.upstream.close()  # the proxy's HTTP connections
+        if running.state.upstream is not None:
+            running.state.upstream.close()  # the proxy's HTTP connections
         if close_on_shutdown:
             app.close()
 
@@ -33,6 +40,7 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
                   description="Memory and context for LLM chat apps. Send `Authorization: Bearer <API key or "
                               "Supabase JWT>`; every query runs as you under row-level security.")
     api.state.memctx = app
+    api.state.embedder_loaded = threading.Event()
     api.state.settings = settings
     api.state.authenticator = Authenticator(app, settings)
     errors.install(api)
@@ -43,6 +51,17 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
     api.include_router(mcp_http.router(app, settings))  # the MCP tools at /mcp
     api.include_router(ui.router)  # the summary-board page at /ui/
     return api
+
+
+def _load_embedder(app: App, loaded: threading.Event) -> None:
+    load = getattr(app.embedder, "load", None)  # a remote embedder has nothing to load
+    try:
+        if load is not None:
+            load()
+    except Exception:
+        logging.getLogger("memctx.api").exception("the embedder did not load")
+        return
+    loaded.set()
 
 
 def serve_app() -> FastAPI:
