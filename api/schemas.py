@@ -14,7 +14,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from memctx.models import Role, check_json, check_text
+from memctx.models import Role, check_json, check_query, check_text
 
 # Larger than any sane value, smaller than a Postgres bigint.
 MAX_SEQ = 2**62
@@ -38,7 +38,7 @@ Metadata = Annotated[dict[str, Any], AfterValidator(_json)]
 Timestamp = Annotated[datetime, AfterValidator(_utc)]
 # A conversation in a path or body: its memctx UUID or the caller's own external id.
 ConversationName = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_text)]
-Query = Annotated[str, Field(min_length=1, max_length=100_000), AfterValidator(_text)]
+Query = Annotated[str, Field(min_length=1, max_length=100_000), AfterValidator(check_query)]
 
 
 class Body(BaseModel):

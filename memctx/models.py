@@ -40,6 +40,15 @@ def check_text(value: str, what: str, *, record: str | None = None) -> str:
     return value
 
 
+def check_query(value: str, what: str = "query") -> str:
+    """A search or context query: storable text with at least one non-blank character. Every door
+    (API, proxy, MCP, CLI) refuses the same queries."""
+    check_text(value, what)
+    if not value.strip():
+        raise InvalidInput(f"{what} is empty: give the words to look for")
+    return value
+
+
 def blocks_from_content(content: str | Sequence[Mapping[str, Any]], *, record: str | None = None) -> list[dict[str, Any]]:
     """Normalize message content to a list of typed blocks.
 
