@@ -271,6 +271,21 @@ begin
                          bad.i, bad.kind),
         table = 'messages', column = 'content';
     end if;
+    select b.n - 1 as i, f.key, case jsonb_typeof(b.block -> f.key) when 'object' then 'an object'
+                                  when 'array' then 'a list' when 'number' then 'a number'
+                                  else 'a boolean' end as kind into bad
+      from jsonb_array_elements(new.content) with ordinality as b(block, n)
+      join (values ('text', 'text'), ('image', 'url'), ('image', 'caption'), ('tool_call', 'id'),
+                   ('tool_call', 'name'), ('tool_result', 'tool_call_id'), ('thinking', 'text')) as f(type, key)
+        on f.type = b.block ->> 'type'
+     where jsonb_typeof(b.block -> f.key) not in ('string', 'null')
+     order by b.n, f.key
+     limit 1;
+    if found then
+      raise check_violation using
+        message = format('block %s %s must be a string, got %s', bad.i, bad.key, bad.kind),
+        table = 'messages', column = 'content';
+    end if;
   end if;
   if new.text is null or memctx.trim_space(new.text) = '' then
     new.text := memctx.message_text(new.content);
@@ -854,6 +869,14 @@ ALTER TABLE ONLY memctx.embedding_space
 
 ALTER TABLE ONLY memctx.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (user_id, key);
+
+
+--
+-- Name: messages messages_created_at_range; Type: CHECK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.messages
+    ADD CONSTRAINT messages_created_at_range CHECK (((created_at >= '1000-01-01 00:00:00+00'::timestamp with time zone) AND (created_at < '9000-01-01 00:00:00+00'::timestamp with time zone))) NOT VALID;
 
 
 --
