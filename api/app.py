@@ -15,6 +15,7 @@ from fastapi import FastAPI
 
 from api import errors, observe, proxy, ui
 from api.auth import Authenticator
+from api.gate import Gate
 from api.routes import ROUTERS
 from mcp_tools import http as mcp_http
 from memctx.app import App, open_app
@@ -47,7 +48,8 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
     for router in ROUTERS:
         api.include_router(router)
     proxy.install(api, settings)
-    observe.install(api)
+    api.add_middleware(Gate, max_body_bytes=settings.api_max_body_bytes)
+    observe.install(api)  # outside the gate: its refusals are logged and counted too
     api.include_router(mcp_http.router(app, settings))  # the MCP tools at /mcp
     api.include_router(ui.router)  # the summary-board page at /ui/
     return api
