@@ -8,11 +8,14 @@ routers other doors plug in through `memctx.doors` (the MCP tools at /mcp), neve
 
 from __future__ import annotations
 
+import logging
+import threading
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
 from api import errors, observe, proxy, ui
+from api.gate import Gate
 from api.routes import ROUTERS
 from memctx import doors
 from memctx.app import App, open_app
@@ -25,8 +28,13 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
 
     @asynccontextmanager
     async def lifespan(running: FastAPI):
+        # The embedder loads beside the server starting: /healthz answers meanwhile, /readyz
+        # only once it has loaded, and the first context call does not pay for it.
+        threading.Thread(target=_load_embedder, args=(app, running.state.embedder_loaded),
+                         name="memctx-embedder-load", daemon=True).start()
         yield
-        running.state.upstream.close()  # the proxy's HTTP connections
+        if running.state.upstream is not None:
+            running.state.upstream.close()  # the proxy's HTTP connections
         if close_on_shutdown:
             app.close()
 
@@ -34,17 +42,30 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
                   description="Memory and context for LLM chat apps. Send `Authorization: Bearer <API key or "
                               "Supabase JWT>`; every query runs as you under row-level security.")
     api.state.memctx = app
+    api.state.embedder_loaded = threading.Event()
     api.state.settings = settings
     api.state.authenticator = Authenticator(app, settings)
     errors.install(api)
     for router in ROUTERS:
         api.include_router(router)
     proxy.install(api, settings)
-    observe.install(api)
+    api.add_middleware(Gate, max_body_bytes=settings.api_max_body_bytes)
+    observe.install(api)  # outside the gate: its refusals are logged and counted too
     for router_of in doors.plugged(doors.ROUTERS):  # the MCP tools at /mcp (mcp_tools.http)
         api.include_router(router_of(app, settings))
     api.include_router(ui.router)  # the summary-board page at /ui/
     return api
+
+
+def _load_embedder(app: App, loaded: threading.Event) -> None:
+    load = getattr(app.embedder, "load", None)  # a remote embedder has nothing to load
+    try:
+        if load is not None:
+            load()
+    except Exception:
+        logging.getLogger("memctx.api").exception("the embedder did not load")
+        return
+    loaded.set()
 
 
 def serve_app() -> FastAPI:

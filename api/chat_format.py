@@ -1,7 +1,8 @@
 """The OpenAI chat-completions format at the proxy's edge, and memctx's typed blocks.
 
 Owns: the request models the proxy validates (unknown fields pass through to the upstream), which
-messages of a request are new (to store) and which are the in-flight tool loop (sent as they are),
+messages of a request are already stored (`unstored`) and which are the in-flight tool loop (sent
+as they are),
 OpenAI messages and replies as memctx messages (text, image, tool_call and tool_result blocks),
 the reply assembled from a stream's chunks, and a stored reply replayed as a stream. Pure: no I/O.
 """
@@ -58,36 +59,74 @@ class ChatRequest(BaseModel):
 
 @dataclass(frozen=True)
 class Turn:
-    """What a request means to memctx: the new messages to store, the query to build the context
-    for, the caller's system prompt, and the in-flight tool loop after the last user message."""
+    """What a request means to memctx: the conversation's messages as the client sent them (its
+    history, the query, the in-flight tool loop), the query to build the context for, the caller's
+    system prompt, and the tool loop after the last user message."""
 
     system_prompt: str | None
     query: dict[str, Any]  # the last user message, as the caller sent it
     query_text: str
-    new: list[dict[str, Any]]
+    talk: list[dict[str, Any]]  # every message but the instructions, in order
+    query_index: int  # the query's place in `talk`
     tail: list[dict[str, Any]] = field(default_factory=list)
 
 
 def split_turn(messages: Sequence[Mapping[str, Any]]) -> Turn:
     """Split a request's messages (dicts as the caller sent them, validated by `ChatMessage`).
 
-    New messages are those after the last assistant message (normally the user's new message;
-    in a tool loop, the tool results): earlier ones were stored by earlier requests. Messages
-    after the last user message (an assistant's tool calls and their results) are the tool loop,
-    which the upstream needs as it is."""
+    Messages after the last user message (an assistant's tool calls and their results) are the
+    tool loop, which the upstream needs as it is. Which messages are new to memctx is not decided
+    here but against what is stored (`unstored`)."""
     instructions = [text_of(m.get("content")) for m in messages if m["role"] in INSTRUCTION_ROLES]
     talk = [dict(m) for m in messages if m["role"] not in INSTRUCTION_ROLES]
     users = [i for i, m in enumerate(talk) if m["role"] == "user"]
     if not users:
         raise InvalidInput("messages: at least one message must have role 'user'")
     last_user = users[-1]
-    assistants = [i for i, m in enumerate(talk) if m["role"] == "assistant"]
-    first_new = assistants[-1] + 1 if assistants else 0
     query_text = text_of(talk[last_user].get("content"))
     if not query_text.strip():
         raise InvalidInput("messages: the last user message has no text")
     return Turn(system_prompt="\n\n".join(i for i in instructions if i) or None, query=talk[last_user],
-                query_text=query_text, new=talk[first_new:], tail=talk[last_user + 1:])
+                query_text=query_text, talk=talk, query_index=last_user, tail=talk[last_user + 1:])
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """How a request's messages line up with the conversation's last stored ones."""
+
+    first_new: int  # sent[first_new:] are not stored; the earlier ones are
+    offset: int | None = None  # sent[i] is stored[i + offset] (None: nothing lines up)
+
+    def stored_index(self, i: int) -> int | None:
+        return None if self.offset is None else i + self.offset
+
+
+def message_key(role: str, blocks: Sequence[Mapping[str, Any]]) -> str:
+    """What makes two messages the same turn: role and content blocks."""
+    return json.dumps([role, list(blocks)], sort_keys=True, default=str)
+
+
+def unstored(sent: Sequence[str], stored: Sequence[str]) -> Alignment:
+    """Which of a request's messages (`message_key`s, in order) the conversation holds, given its
+    last stored messages (keys, oldest first; at least as many as were sent, when there are).
+
+    The anchor is the latest sent message that equals a stored one which has no more stored
+    messages after it than the request has after it: the stored messages after the anchor are
+    the client's next ones (even if the client changed their text: memory is what was stored),
+    and whatever the client sent past them is new. So a retried request (the same last message,
+    no reply stored after it) stores nothing; a client that sends only its new message stores it,
+    even if it said the same thing before (a reply was stored after that one); a client that
+    sends a history memctx never saw stores all of it, in order."""
+    positions: dict[str, list[int]] = {}
+    for j, key in enumerate(stored):
+        positions.setdefault(key, []).append(j)
+    for i in range(len(sent) - 1, -1, -1):
+        after_sent = len(sent) - 1 - i
+        for j in reversed(positions.get(sent[i], [])):
+            after_stored = len(stored) - 1 - j
+            if after_stored <= after_sent:
+                return Alignment(first_new=i + 1 + after_stored, offset=j - i)
+    return Alignment(first_new=0)
 
 
 def text_of(content: Any) -> str:

@@ -15,14 +15,58 @@ keys_app = typer.Typer(help="API keys of the HTTP API (shown once, stored hashed
 
 def serve_cmd(host: Optional[str] = typer.Option(None, help="listen address (MEMCTX_API_HOST, 127.0.0.1)"),
               port: Optional[int] = typer.Option(None, help="listen port (MEMCTX_API_PORT, 8080)"),
-              workers: Optional[int] = typer.Option(None, min=1, help="worker processes (MEMCTX_API_WORKERS)")
+              workers: Optional[int] = typer.Option(None, min=1, help="worker processes (MEMCTX_API_WORKERS)"),
+              migrate: bool = typer.Option(True, "--migrate/--no-migrate",
+                                           help="apply pending migrations before serving (--no-migrate: a "
+                                                "deployment that migrates as its own step)"),
+              worker: bool = typer.Option(True, "--worker/--no-worker",
+                                          help="run the background worker (summaries, boards, embeddings) in "
+                                               "this process (--no-worker: `memctx worker` runs elsewhere)")
               ) -> None:
-    """Serve the HTTP API (routes under /v1; /healthz, /readyz)."""
+    """Serve the HTTP API (routes under /v1; /healthz, /readyz), the proxy, MCP at /mcp and the
+    board page at /ui/; by default also migrate first and run the worker in this process."""
+    import threading
+
     import uvicorn
 
+    from memctx.app import NotReady, prepare_database
+    from memctx.cli.common import BAD_INPUT, fail
+    from memctx.migrate import EmbeddingSpaceMismatch, MigrationError
+
     settings = Settings()
-    uvicorn.run("api.app:serve_app", factory=True, host=host or settings.api_host,
-                port=settings.api_port if port is None else port, workers=workers or settings.api_workers)
+    if migrate:
+        try:
+            prepare_database(settings)
+        except (NotReady, EmbeddingSpaceMismatch, MigrationError) as exc:
+            fail(str(exc), BAD_INPUT)
+    stop = threading.Event()
+    background = threading.Thread(target=_run_worker, args=(settings, stop), name="memctx-worker",
+                                  daemon=True) if worker else None
+    if background:
+        background.start()
+    try:
+        uvicorn.run("api.app:serve_app", factory=True, host=host or settings.api_host,
+                    port=settings.api_port if port is None else port, workers=workers or settings.api_workers)
+    finally:
+        stop.set()
+        if background:
+            background.join(60)
+
+
+def _run_worker(settings: Settings, stop) -> None:
+    """The background services the installed doors declare (`memctx.services`: the worker, as
+    `memctx worker` runs it: dispatcher, actors, idle backfill), in a thread of the server's
+    process until `stop` is set. The API never imports the worker: it is plugged in by name."""
+    import logging
+
+    from memctx import doors
+
+    logging.getLogger("dramatiq").setLevel(logging.WARNING)
+    for run in doors.plugged(doors.SERVICES):
+        try:
+            run(settings, stop=stop)
+        except Exception:
+            logging.getLogger("memctx.worker").exception("the in-process worker stopped")
 
 
 @keys_app.command("create")

@@ -1,10 +1,13 @@
 """memctx's refusals as HTTP answers: bad input is a 422 naming the field, an unknown or another
-tenant's conversation a 404, the same for both, and a pool with no free connection a 503 to retry.
-Nothing here decides; it only translates."""
+tenant's conversation a 404, the same for both, and a pool with no free connection or a database
+that is restarting or unreachable a 503 with Retry-After. Nothing here decides; it only translates."""
 
 from __future__ import annotations
 
+import logging
 from typing import NoReturn
+
+import psycopg
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -14,6 +17,8 @@ from psycopg_pool import PoolTimeout
 from memctx.assemble import BudgetTooSmall
 from memctx.models import InvalidInput
 from memctx.store import UnknownConversation
+
+log = logging.getLogger("memctx.api")
 
 
 def field_error(loc: list[str | int], message: str) -> NoReturn:
@@ -41,6 +46,13 @@ def install(app: FastAPI) -> None:
     async def busy(request: Request, exc: PoolTimeout) -> JSONResponse:
         return JSONResponse({"detail": "every database connection is busy; retry shortly"}, status_code=503,
                             headers={"Retry-After": "1"})
+
+    @app.exception_handler(psycopg.OperationalError)
+    async def database_unavailable(request: Request, exc: psycopg.OperationalError) -> JSONResponse:
+        # a restart (AdminShutdown), a lost connection, a server starting up: nothing was committed
+        log.warning("database unavailable", extra={"fields": {"error": type(exc).__name__}})
+        return JSONResponse({"detail": "the database is unavailable (restarting or unreachable); retry shortly"},
+                            status_code=503, headers={"Retry-After": "2"})
 
     @app.exception_handler(UnknownConversation)
     async def unknown_conversation(request: Request, exc: UnknownConversation) -> JSONResponse:

@@ -28,6 +28,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_
 from memctx.assemble.types import WorkingContext
 from memctx.auth import Caller
 from memctx.metrics import REGISTRY
+from memctx.store import UnknownConversation
 from memctx.store.requests import LoggedRequest, log_request
 
 log = logging.getLogger("memctx.api")
@@ -153,9 +154,14 @@ def record_context(caller: Caller, conversation_id: UUID, wc: WorkingContext, ki
     entry = wc.log_entry(app.counter, user_id=caller.user_id, conversation_id=conversation_id, kind=kind,
                          query_stored_at=query_stored_at, model=model, timings_ms=timings_ms,
                          upstream_status=upstream_status)
-    with nullcontext(conn) if conn is not None else app.pool.connection() as tx:
-        logged = log_request(tx, entry, retention_days=app.settings.request_log_retention_days,
-                             own_transaction=conn is None)
+    try:
+        with nullcontext(conn) if conn is not None else app.pool.connection() as tx:
+            logged = log_request(tx, entry, retention_days=app.settings.request_log_retention_days,
+                                 own_transaction=conn is None)
+    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ForeignKeyViolation):
+        # row-level security admits a log row only for a conversation of the caller's: this one was
+        # deleted while its context was built
+        raise UnknownConversation(conversation_id) from None
     CONTEXT_TOKENS_USED.labels(kind).observe(logged.tokens_used)
     CONTEXT_TOKENS_SAVED.labels(kind).observe(logged.tokens_saved)
     for stage, ms in wc.timings_ms.items():

@@ -22,10 +22,11 @@ from typing import Annotated, Any, Iterator
 from uuid import UUID
 
 import openai
-from fastapi import APIRouter, FastAPI, Header, Request, Response
+from fastapi import APIRouter, FastAPI, Header, HTTPException, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from api.chat_format import ChatRequest, StreamReply, Turn, completion_as_stream, reply_message, split_turn, to_new_message
+from api.chat_format import (ChatRequest, StreamReply, Turn, completion_as_stream, message_key, reply_message,
+                             split_turn, to_new_message, unstored)
 from api.deps import CallerDep, SettingsDep
 from api.errors import field_error
 from api.observe import UPSTREAM_DURATION, UPSTREAM_ERRORS, record_context
@@ -33,13 +34,15 @@ from api.schemas import ConversationName
 from memctx.assemble import WorkingContext, assembler_for
 from memctx.auth import Caller
 from memctx.config import Settings
+from memctx.store import PreparedMessage
 from memctx.store.requests import IdempotencyKey, claim_key, complete_key
 
 log = logging.getLogger("memctx.api.proxy")
 
 router = APIRouter(tags=["proxy"])
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
+NO_UPSTREAM = ("the proxy has no upstream: set MEMCTX_UPSTREAM_BASE_URL to an OpenAI-compatible server "
+               "(usually https://api.openai.com/v1) and MEMCTX_UPSTREAM_API_KEY")
 MAX_CONVERSATION_NAME = 1000  # as api.schemas.ConversationName
 IdempotencyKeyHeader = Annotated[str | None, Header(min_length=1, max_length=255,
                                                     description="a retry with the same key stores nothing twice")]
@@ -47,11 +50,14 @@ ConversationHeader = Annotated[ConversationName | None, Header(
     alias="X-Memctx-Conversation", description="the conversation: its UUID, or your external id (created on first use)")]
 
 
-def make_upstream(settings: Settings) -> openai.OpenAI:
-    """The upstream client; no retries of its own (the caller's client retries, with its key)."""
+def make_upstream(settings: Settings) -> openai.OpenAI | None:
+    """The upstream client, None when none is configured; no retries of its own (the caller's
+    client retries, with its key)."""
+    if not settings.upstream_base_url:
+        return None
     key = settings.upstream_api_key.get_secret_value() if settings.upstream_api_key else "unset"
-    return openai.OpenAI(base_url=settings.upstream_base_url or OPENAI_BASE_URL, api_key=key,
-                         timeout=settings.upstream_timeout_s, max_retries=0)
+    return openai.OpenAI(base_url=settings.upstream_base_url, api_key=key, timeout=settings.upstream_timeout_s,
+                         max_retries=0)
 
 
 def install(app: FastAPI, settings: Settings) -> None:
@@ -60,11 +66,20 @@ def install(app: FastAPI, settings: Settings) -> None:
     app.include_router(router)
 
 
+def _upstream(request: Request) -> openai.OpenAI:
+    """The configured upstream; without one, the proxy answers 503 before it reads or stores anything
+    (it never guesses a server to send the caller's messages to)."""
+    upstream = request.app.state.upstream
+    if upstream is None:
+        raise HTTPException(503, NO_UPSTREAM)
+    return upstream
+
+
 @router.get("/v1/models")
 def models(request: Request, who: CallerDep) -> Response:
     """The upstream's model list, as it answers it."""
     try:
-        raw = request.app.state.upstream.models.with_raw_response.list()
+        raw = _upstream(request).models.with_raw_response.list()
     except openai.APIError as exc:
         return _upstream_failure(exc, stream=False)
     return Response(raw.http_response.content, raw.http_response.status_code,
@@ -76,6 +91,7 @@ def chat_completions(body: ChatRequest, request: Request, who: CallerDep, settin
                      conversation: ConversationHeader = None, idempotency_key: IdempotencyKeyHeader = None) -> Response:
     """A chat completion with the conversation's memory: the request's history is replaced by the
     working context for the model's budget; the new messages and the reply are stored."""
+    upstream = _upstream(request)
     params = body.model_dump(exclude_unset=True)
     name = conversation or (body.metadata or {}).get("memctx_conversation")
     if not isinstance(name, str) or not 1 <= len(name) <= MAX_CONVERSATION_NAME:
@@ -83,8 +99,11 @@ def chat_completions(body: ChatRequest, request: Request, who: CallerDep, settin
                     "name the conversation (1 to 1000 characters): the X-Memctx-Conversation header or "
                     "metadata.memctx_conversation")
     turn = split_turn(params["messages"])
-    prepared = who.app.store.prepare([to_new_message(m) for m in turn.new])
+    sent = who.app.store.prepare([to_new_message(m) for m in turn.talk])
     conv = _conversation(who, name)
+    if turn.query_index:  # the client's history memctx has not stored comes first, then the context
+        with who.app.pool.connection() as conn:
+            _store_unstored(who, conv, sent[:turn.query_index], conn)
     budget = settings.proxy_token_budgets.get(body.model, settings.proxy_default_token_budget)
     tail_tokens = who.app.counter.count(json.dumps(turn.tail)) if turn.tail else 0
     wc = assembler_for(who.app).get_working_context(who.user_id, conv, turn.query_text, budget - tail_tokens,
@@ -99,10 +118,9 @@ def chat_completions(body: ChatRequest, request: Request, who: CallerDep, settin
             field_error(["header", "Idempotency-Key"], "this key was used for another request")
         if key is not None and key.completed_at is not None:
             return _replay(key, stream=bool(body.stream))
-        stored = who.app.store.append_messages(who.user_id, conv, prepared, embed=False, conn=conn) \
-            if key is None or key.created else []
-    call = _Call(who, conv, wc, turn, body.model, idempotency_key, stored[-1].seq if stored else None)
-    upstream: openai.OpenAI = request.app.state.upstream
+        query_seq = _store_unstored(who, conv, sent, conn, query_index=turn.query_index) \
+            if key is None or key.created else None
+    call = _Call(who, conv, wc, turn, body.model, idempotency_key, query_seq)
     messages = [*wc.messages[:-1], turn.query, *turn.tail]
     extra = _passed_through(params)
     if body.stream:
@@ -118,6 +136,24 @@ def _conversation(who: Caller, name: str) -> UUID:
     except ValueError:  # an external id: get-or-create, one statement
         return who.app.store.create_conversation(who.user_id, external_id=name).id
     return who.app.store.find_conversation(who.user_id, name).id
+
+
+def _store_unstored(who: Caller, conversation: UUID, sent: list[PreparedMessage], conn, *,
+                    query_index: int | None = None) -> int | None:
+    """Store the messages of `sent` the conversation does not hold yet, in order, once; the
+    conversation stays locked meanwhile, so a retry running beside this one waits and then finds
+    them stored. Returns the stored query's seq (when `query_index` names it)."""
+    recent = who.app.store.last_messages(who.user_id, conversation, len(sent), conn=conn)
+    aligned = unstored([message_key(p.message.role, p.message.blocks) for p in sent],
+                       [message_key(m.role, m.content) for m in recent])
+    stored = who.app.store.append_messages(who.user_id, conversation, sent[aligned.first_new:], embed=False,
+                                           conn=conn) if aligned.first_new < len(sent) else []
+    if query_index is None:
+        return None
+    if query_index >= aligned.first_new:
+        return stored[query_index - aligned.first_new].seq
+    at = aligned.stored_index(query_index)
+    return recent[at].seq if at is not None and 0 <= at < len(recent) else None
 
 
 def _passed_through(params: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from memctx.models import Role, check_json, check_text
+from memctx.models import Role, check_date, check_json, check_query, check_text
 
 # Larger than any sane value, smaller than a Postgres bigint.
 MAX_SEQ = 2**62
@@ -33,12 +33,17 @@ def _utc(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
 
 
+def _date(value: datetime | None) -> datetime | None:
+    return check_date(value) if value is not None else None
+
+
 Text = Annotated[str, AfterValidator(_text)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_json)]
 Timestamp = Annotated[datetime, AfterValidator(_utc)]
+MessageDate = Annotated[datetime, AfterValidator(_utc), AfterValidator(_date)]
 # A conversation in a path or body: its memctx UUID or the caller's own external id.
 ConversationName = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_text)]
-Query = Annotated[str, Field(min_length=1, max_length=100_000), AfterValidator(_text)]
+Query = Annotated[str, Field(min_length=1, max_length=100_000), AfterValidator(check_query)]
 
 
 class Body(BaseModel):
@@ -80,7 +85,7 @@ class MessageIn(Body):
                     "tool_result {content}, thinking {text}")
     id: Annotated[Text | None, Field(max_length=1000)] = Field(
         default=None, description="your id of the message; a message whose id is already stored is skipped")
-    created_at: Timestamp | None = None
+    created_at: MessageDate | None = None
     metadata: Metadata = Field(default_factory=dict)
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 import typer
@@ -25,15 +26,45 @@ def mcp_cmd(http: bool = typer.Option(False, "--http", help="serve streamable HT
         uvicorn.run("mcp_tools.http:serve_app", factory=True, host=host or settings.api_host,
                     port=settings.api_port if port is None else port)
         return
-    from mcp_tools import stdio
-    from memctx.app import open_app
-    from memctx.cli.common import BAD_INPUT, fail
+    _serve_stdio(settings)
 
-    with open_app(settings) as memctx_app:
-        try:
+
+def _serve_stdio(settings: Settings) -> None:
+    """The stdio server; when it cannot start (no usable database, an invalid key) or stops on an
+    error, one line on stderr (MCP clients show the server's stderr) and exit status 2, and an
+    embedded Postgres this process started is stopped again."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    from mcp_tools import stdio
+    from memctx import db
+    from memctx.app import NotReady, open_app
+    from memctx.cli.common import BAD_INPUT
+    from memctx.migrate import EmbeddingSpaceMismatch, MigrationError
+
+    started_here = not settings.database_url and not db.embedded_status(settings).running
+    problem = None
+    try:
+        with open_app(settings) as memctx_app:
             stdio.serve(memctx_app, settings)
-        except stdio.StartupError as exc:
-            fail(str(exc), BAD_INPUT)
+    except (stdio.StartupError, NotReady, EmbeddingSpaceMismatch, MigrationError, psycopg.Error, PoolTimeout) as exc:
+        problem = str(exc)
+    except BaseExceptionGroup as group:  # the server's task group: say what went wrong, not the group
+        problem = "; ".join(str(exc) for exc in _leaves(group))
+    if problem is None:
+        return
+    if started_here:
+        db.stop_embedded(settings)
+    where = "MEMCTX_DATABASE_URL" if settings.database_url else f"the embedded database in {db.pgdata_dir(settings)}"
+    line = (f"memctx mcp: {problem} ({where}; MCP clients pass the server only the variables its `env` "
+            "names: set MEMCTX_HOME or MEMCTX_DATABASE_URL, and MEMCTX_API_KEY, there)")
+    print(" ".join(line.split()), file=sys.stderr, flush=True)
+    raise typer.Exit(BAD_INPUT)
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    return [leaf for exc in group.exceptions
+            for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])]
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Iterator, Literal
+from uuid import UUID
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -21,7 +22,7 @@ from pydantic import Field
 
 from memctx.assemble import BudgetTooSmall, assembler_for, get_working_context as working_context
 from memctx.auth import Caller
-from memctx.models import Conversation, InvalidInput, NewMessage, check_text
+from memctx.models import Conversation, InvalidInput, NewMessage, check_query
 from memctx.pipeline.board import get_board
 from memctx.pipeline.catchup import live_chain
 from memctx.retrieve import search_memories
@@ -72,6 +73,14 @@ def _conversation(binding: Binding, name: str | None) -> Conversation:
     return who.app.store.find_conversation(who.user_id, name)
 
 
+def _is_uuid(name: str) -> bool:
+    try:
+        UUID(name)
+    except ValueError:
+        return False
+    return True
+
+
 def _named(conv: Conversation) -> dict[str, Any]:
     return {"conversation_id": str(conv.id), "conversation": conv.external_id}
 
@@ -100,7 +109,7 @@ def build_server(bind: Bind) -> MCPServer:
         binding = bind(ctx)
         who = binding.caller
         with refusals():
-            check_text(query, "query")
+            check_query(query)
             memories = search_memories(who.app, who.user_id, query, None, named_range(time_range), limit=limit)
             conversations = {c: who.app.store.get_conversation(who.user_id, c)
                              for c in {m.conversation_id for m in memories}}
@@ -159,7 +168,7 @@ def build_server(bind: Bind) -> MCPServer:
         if token_budget > most:
             raise ToolError(f"token_budget must be at most {most}")
         with refusals():
-            check_text(query, "query")
+            check_query(query)
             conv = _conversation(binding, conversation_id)
             wc = working_context(who.app, conv.id, query, token_budget, user=who.user_id)
         return {**_named(conv), "tokens": wc.tokens, "budget": wc.budget, "messages": wc.messages,
@@ -175,8 +184,8 @@ def build_server(bind: Bind) -> MCPServer:
             ctx: Context) -> dict[str, Any]:
         """Record one message in the conversation this session is bound to, so that memory keeps it:
         later searches, summaries and working contexts include it. Use it when your runtime does not
-        store the conversation itself. The bound conversation is created (under its external id) if it
-        does not exist yet. Returns the stored message's id and position (seq)."""
+        store the conversation itself. A bound external id that does not exist yet is created; an
+        unknown conversation id (a UUID) is an error. Returns the stored message's id and position (seq)."""
         binding = bind(ctx)
         if binding.conversation is None:
             raise ToolError("No conversation is bound to this session, so there is nowhere to add the message.")
@@ -188,6 +197,8 @@ def build_server(bind: Bind) -> MCPServer:
             try:
                 conv = _conversation(binding, None)
             except UnknownConversation:
+                if _is_uuid(binding.conversation):  # perhaps another tenant's: never a new conversation
+                    raise
                 conv = who.app.store.create_conversation(who.user_id, external_id=binding.conversation)
             stored = who.app.store.append_messages(who.user_id, conv.id, [message])
         return {**_named(conv), "id": str(stored[0].id), "seq": stored[0].seq}
@@ -209,7 +220,7 @@ def build_server(bind: Bind) -> MCPServer:
         binding = bind(ctx)
         who = binding.caller
         with refusals():
-            check_text(query, "query")
+            check_query(query)
             assembler = assembler_for(who.app)
             web = assembler.external
             if web is None:

@@ -143,6 +143,8 @@ class Settings(BaseSettings):
     api_max_batch_messages: int = Field(default=1000, ge=1, description="messages per append request")
     api_max_token_budget: int = Field(default=200_000, ge=1, description="largest token_budget of a context request")
     api_max_page: int = Field(default=1000, ge=1, description="largest `limit` of a listing or search")
+    api_max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024,
+                                    description="largest request body; a larger one is a 413, refused unread")
 
     # MCP server (mcp_tools/, `memctx mcp`) --------------------------------------------------------
     api_key: SecretStr | None = Field(

@@ -2,9 +2,11 @@
 the HTTP server.
 
 Owns: loading the `memctx.commands` entry points (functions that add commands to the `memctx`
-Typer app) and the `memctx.routers` entry points (functions `(App, Settings) -> APIRouter` that
-`memctx serve` includes, such as the MCP tools at /mcp), declared in pyproject.toml. Through it
-the core never imports a door, and no door imports another.
+Typer app), the `memctx.routers` entry points (functions `(App, Settings) -> APIRouter` that
+`memctx serve` includes, such as the MCP tools at /mcp) and the `memctx.services` entry points
+(functions `(Settings, *, stop: threading.Event) -> None` that `memctx serve` runs in threads of
+its process until `stop` is set, such as the background worker), declared in pyproject.toml.
+Through it the core never imports a door, and no door imports another.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Callable
 
 COMMANDS = "memctx.commands"
 ROUTERS = "memctx.routers"
+SERVICES = "memctx.services"
 
 
 def plugged(group: str) -> list[Callable[..., Any]]:

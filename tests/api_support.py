@@ -2,16 +2,21 @@
 
 `build_api(app, settings)` makes the FastAPI app over a test App; `api_key(app, user)` makes a user's
 key; `serve(fastapi_app)` runs it on a real uvicorn server on a free loopback port, in a thread,
-and yields its base URL. The fixtures `api_server` and `api_key_for` (tests/integration/conftest.py)
+and yields its base URL; `memctx_serve(args, env, log)` runs `memctx serve` as a process until
+its /readyz answers. The fixtures `api_server` and `api_key_for` (tests/integration/conftest.py)
 wrap them.
 """
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 from uuid import UUID
 
@@ -58,6 +63,38 @@ def serve(fastapi_app: FastAPI, *, timeout_s: float = 15.0) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout_s)
+
+
+@contextmanager
+def memctx_serve(args: list[str], env: dict[str, str], log: Path, *, cwd: Path,
+                 timeout_s: float = 60.0) -> Iterator[str]:
+    """`python -m memctx serve ARGS` as a process (output in `log`), once its /readyz answers 200:
+    yields its base URL (from `--port`), then stops it with SIGINT as a user's Ctrl-C does."""
+    port = args[args.index("--port") + 1]
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "memctx", *args], env=env, cwd=cwd, stdout=out, stderr=out)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            assert proc.poll() is None, f"memctx serve exited:\n{log.read_text()}"
+            try:
+                ready = httpx.get(f"{base_url}/readyz", timeout=2)
+                if ready.status_code == 200:
+                    break
+                assert ready.json()["status"] == "not ready"
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, f"memctx serve did not become ready:\n{log.read_text()}"
+            time.sleep(0.2)
+        yield base_url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def client(base_url: str, key: str | None = None, **kwargs) -> httpx.Client:

@@ -24,11 +24,12 @@ from memctx.app import App, open_app, prepare_database
 from memctx.config import Settings
 from memctx.embed import LocalMiniLM
 
-# No test reaches past loopback. Unset, the proxy's upstream and the LLM summarizer's server are
-# OpenAI's: here they are a closed loopback port (a test that needs a server starts its own and
-# names it). Set at import, so that memctx subprocesses the tests start inherit it too.
-for _name in ("MEMCTX_UPSTREAM_BASE_URL", "MEMCTX_LLM_BASE_URL"):
-    os.environ.setdefault(_name, "http://127.0.0.1:9/v1")
+# No test reaches past loopback. Unset, the LLM summarizer's server is OpenAI's: here it is a closed
+# loopback port (a test that needs a server starts its own and names it). Set at import, so that
+# memctx subprocesses the tests start inherit it too. The proxy has no upstream unless a test
+# names one (unset, it answers 503).
+os.environ.setdefault("MEMCTX_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+os.environ.pop("MEMCTX_UPSTREAM_BASE_URL", None)
 
 # Two synthetic conversations in LoCoMo's format (tests/fixtures/make_locomo_fixture.py writes them),
 # so that the suite never depends on the benchmark data living outside the repository.

@@ -1,4 +1,5 @@
-"""Operations: `/healthz` (the process answers) and `/readyz` (the database answers and is migrated)."""
+"""Operations: `/healthz` (the process answers) and `/readyz` (the embedder has loaded, and the
+database answers and is migrated)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,12 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={503: {"description": "the database is unreachable or not migrated"}})
+@router.get("/readyz", responses={503: {"description": "the embedder is loading, or the database is unreachable "
+                                                     "or not migrated"}})
 def readyz(request: Request) -> Any:
     memctx_app = request.app.state.memctx
+    if not request.app.state.embedder_loaded.is_set():
+        return JSONResponse({"status": "not ready", "reason": "the embedder is loading"}, status_code=503)
     try:
         with memctx_app.pool.connection(timeout=READY_TIMEOUT_S) as conn:
             check_database(conn, memctx_app.embedder)

@@ -28,13 +28,19 @@ STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charse
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
 
-def ui_caller(request: Request) -> Caller:
-    """The signed-in caller, from the cookie, through the API's own authenticator; a request
-    without a valid one is sent to the sign-in form. A POST from another origin is refused."""
+def same_origin(request: Request) -> None:
+    """A POST from another origin (a page elsewhere submitting a form here) is refused: every
+    action, signing in and signing out included."""
     if request.method == "POST":
         origin = request.headers.get("origin")
         if origin and urlsplit(origin).netloc != request.headers.get("host"):
             raise HTTPException(403, "cross-origin request refused")
+
+
+def ui_caller(request: Request) -> Caller:
+    """The signed-in caller, from the cookie, through the API's own authenticator; a request
+    without a valid one is sent to the sign-in form. A POST from another origin is refused."""
+    same_origin(request)
     try:
         return request.app.state.authenticator.caller(request.cookies.get(COOKIE, ""))
     except Unauthorized:
@@ -53,7 +59,7 @@ def sign_in_form() -> HTMLResponse:
     return HTMLResponse(render.sign_in())
 
 
-@router.post("/sign-in")
+@router.post("/sign-in", dependencies=[Depends(same_origin)])
 def sign_in(request: Request, credential: Annotated[str, Form(max_length=8192)]) -> Response:
     credential = credential.strip()
     try:
@@ -66,7 +72,7 @@ def sign_in(request: Request, credential: Annotated[str, Form(max_length=8192)])
     return response
 
 
-@router.post("/sign-out")
+@router.post("/sign-out", dependencies=[Depends(same_origin)])
 def sign_out() -> Response:
     response = RedirectResponse("/ui/sign-in", status_code=303)
     response.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")

@@ -243,6 +243,21 @@ class MessageStore:
                 self._require(conn, user_id, conversation_id)
         return [Message.from_row(r) for r in rows]
 
+    def last_messages(self, user_id: UUID, conversation_id: UUID, limit: int, *,
+                      conn: psycopg.Connection | None = None) -> list[Message]:
+        """The conversation's last `limit` messages, oldest first. Given a `conn` in a transaction,
+        the conversation stays locked until it ends: nothing is appended in between, so a caller
+        can decide what is new and append it (the proxy does)."""
+        with self._connection(conn) as conn:
+            locked = conn.execute(QUERIES["lock_conversation_seq"],
+                                  {"user_id": user_id, "conversation_id": conversation_id}).fetchone()
+            if locked is None:
+                raise UnknownConversation(conversation_id)
+            rows = conn.execute(QUERIES["list_messages"], {
+                "user_id": user_id, "conversation_id": conversation_id,
+                "after_seq": max(0, locked["last_seq"] - limit), "limit": limit}).fetchall()
+        return [Message.from_row(r) for r in rows]
+
     def conversation_stats(self, user_id: UUID) -> list[dict[str, Any]]:
         with self.pool.connection() as conn:
             return [dict(r) for r in conn.execute(QUERIES["conversation_stats"], {"user_id": user_id})]

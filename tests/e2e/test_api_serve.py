@@ -9,16 +9,13 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-from api_support import free_port
+from api_support import free_port, memctx_serve
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -50,32 +47,11 @@ def served(database_url, tmp_path):
     port = free_port()
     env = {**os.environ, "MEMCTX_DATABASE_URL": database_url}
     args = [a if a != "8080" else str(port) for a in serve[1:]]
-    log = tmp_path / "serve.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "memctx", *args], env=env, cwd=ROOT, stdout=out, stderr=out)
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, f"memctx serve exited:\n{log.read_text()}"
-            try:
-                if httpx.get(f"{base_url}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "memctx serve did not become ready"
-            time.sleep(0.2)
+    with memctx_serve(args, env, tmp_path / "serve.log", cwd=ROOT) as base_url:
         made = subprocess.run([sys.executable, "-m", "memctx", *keys_create[1:]], env=env, cwd=ROOT,
                               capture_output=True, text=True, timeout=120, check=True)
         key = json.loads(made.stdout)["key"]
         yield {**env, "MEMCTX_API_URL": base_url, "MEMCTX_API_KEY": key}
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("node") is None, reason="needs curl and node")

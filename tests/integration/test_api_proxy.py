@@ -16,7 +16,7 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from api_support import serve
+from api_support import build_api, serve
 from memctx.config import Settings
 from support import row_counts
 
@@ -26,8 +26,9 @@ PIECES = ["Your cat ", "is called ", "Miso."]
 
 
 def _upstream_app(received: list[dict]) -> FastAPI:
-    """An OpenAI-compatible server: model `fake-error` answers 429, `fake-tools` a tool call, any
-    other a text reply; `stream: true` answers in SSE chunks."""
+    """An OpenAI-compatible server: model `fake-error` answers 429, `fake-500` always 500,
+    `fake-500-twice` 500 to the test's first two calls, `fake-tools` a tool call, any other a text
+    reply; `stream: true` answers in SSE chunks."""
     upstream = FastAPI()
 
     @upstream.get("/v1/models")
@@ -39,6 +40,8 @@ def _upstream_app(received: list[dict]) -> FastAPI:
         body = await request.json()
         received.append({"body": body, "authorization": request.headers.get("authorization")})
         n = len(received)
+        if body["model"] == "fake-500" or (body["model"] == "fake-500-twice" and n <= 2):
+            return JSONResponse({"error": {"message": "upstream trouble", "type": "server_error"}}, status_code=500)
         if body["model"] == "fake-error":
             return JSONResponse({"error": {"message": "slow down", "type": "rate_limit_error", "code": "rate_limited"}},
                                 status_code=429)
@@ -234,3 +237,79 @@ def test_the_readme_example_runs_against_the_proxy(api_server, api_key_for, rece
     assert out.stdout.splitlines() == ["Your cat is called Miso."] * 2
     assert "My sister Ana lives in Porto." in json.dumps(received[1]["body"]["messages"])
     assert [role for role, _ in _stored(app, alice, "support-42")] == ["user", "assistant", "user", "assistant"]
+
+
+@pytest.fixture
+def retrying(api_server, api_key_for, alice):
+    """Alice's official client with its default settings: two retries of a failed call, no key."""
+    with openai.OpenAI(base_url=api_server + "/v1", api_key=api_key_for(alice),
+                       default_headers={"X-Memctx-Conversation": "chat-1"}) as alices:
+        yield alices
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_clients_own_retries_store_the_turn_once(retrying, received, app, alice, stream):
+    answer = retrying.chat.completions.create(model="fake-500-twice", stream=stream,
+                                              messages=[{"role": "user", "content": "My cat is called Miso."}])
+    text = ("".join(c.choices[0].delta.content or "" for c in answer if c.choices) if stream
+            else answer.choices[0].message.content)
+    assert text == "Your cat is called Miso."
+    assert len(received) == 3  # two 500s, then the answer: the client retried twice
+    assert [(role, _text(blocks)) for role, blocks in _stored(app, alice)] == [
+        ("user", "My cat is called Miso."), ("assistant", "Your cat is called Miso.")]
+
+
+def test_a_failed_call_and_its_later_retry_store_one_copy(retrying, received, app, alice):
+    ask = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Book a table for six."}]
+    with pytest.raises(openai.InternalServerError):
+        retrying.chat.completions.create(model="fake-500", messages=ask)
+    assert len(received) == 3
+    assert _stored(app, alice) == [("user", [{"type": "text", "text": "Book a table for six."}])]
+    retrying.chat.completions.create(model="fake-model", messages=ask)  # the app tries again later
+    assert [(role, _text(blocks)) for role, blocks in _stored(app, alice)] == [
+        ("user", "Book a table for six."), ("assistant", "Your cat is called Miso.")]
+    # Saying the same thing again after a reply is a new turn, not a retry.
+    retrying.chat.completions.create(model="fake-model", messages=ask[1:])
+    assert [role for role, _ in _stored(app, alice)] == ["user", "assistant", "user", "assistant"]
+
+
+def test_the_history_a_request_carries_is_stored_once_in_order_and_reaches_the_upstream(retrying, received, app,
+                                                                                          alice):
+    history = []
+    for i in range(5):
+        history += [{"role": "user", "content": f"Fact {i}: my locker number {i} is {1000 + i}."},
+                    {"role": "assistant", "content": f"Noted, locker {i} is {1000 + i}."}]
+    ask = {"role": "user", "content": "Which locker numbers did I give you?"}
+    retrying.chat.completions.create(model="fake-model", messages=[{"role": "system", "content": "Be brief."},
+                                                                   *history, ask])
+    assert len(received[0]["body"]["messages"]) > 2
+    sent = json.dumps(received[0]["body"]["messages"])
+    assert all(m["content"] in sent for m in history)  # the history reached the upstream
+    assert sent.count("Which locker numbers did I give you?") == 1
+    expected = [(m["role"], m["content"]) for m in [*history, ask]] + [("assistant", "Your cat is called Miso.")]
+    assert [(role, _text(blocks)) for role, blocks in _stored(app, alice)] == expected
+    follow = {"role": "user", "content": "And the first one?"}
+    retrying.chat.completions.create(model="fake-model", messages=[
+        *history, ask, {"role": "assistant", "content": "Your cat is called Miso."}, follow])
+    assert [(role, _text(blocks)) for role, blocks in _stored(app, alice)] == [
+        *expected, ("user", "And the first one?"), ("assistant", "Your cat is called Miso.")]
+
+
+def test_without_an_upstream_the_proxy_answers_503_naming_the_setting(app, database_url, api_key_for, alice):
+    no_upstream = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4)
+    assert no_upstream.upstream_base_url is None
+    with app.pool.connection() as conn:
+        before = row_counts(conn)
+    with serve(build_api(app, no_upstream)) as url, openai.OpenAI(
+            base_url=url + "/v1", api_key=api_key_for(alice), max_retries=0,
+            default_headers={"X-Memctx-Conversation": "chat-1"}) as alices:
+        for call in (lambda: alices.chat.completions.create(model="fake-model",
+                                                            messages=[{"role": "user", "content": "hi"}]),
+                     alices.models.list):
+            with pytest.raises(openai.InternalServerError) as caught:
+                call()
+            assert caught.value.status_code == 503
+            assert "MEMCTX_UPSTREAM_BASE_URL" in caught.value.response.json()["detail"]
+    with app.pool.connection() as conn:
+        after = row_counts(conn)
+    assert {k: v for k, v in after.items() if k != "api_keys"} == {k: v for k, v in before.items() if k != "api_keys"}

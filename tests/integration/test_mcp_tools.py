@@ -196,14 +196,20 @@ def test_a_second_user_gets_nothing_of_the_first(connect, alice, bob, app):
         async with connect(bob.key, str(alice.conv.id)) as session:  # bound to Alice's conversation
             theirs = await refused(session, "recall_context", context_type="facts")
             assert theirs.endswith(f": unknown conversation {alice.conv.id}")
-            added = await call(session, "add_message", role="user", content="mine")  # a conversation of Bob's
-            assert added["conversation_id"] != str(alice.conv.id)
+            # an unknown conversation id never becomes a new conversation (of Bob's, named after Alice's id)
+            assert (await refused(session, "add_message", role="user", content="mine")).endswith(
+                f"unknown conversation {alice.conv.id}")
         assert app.store.get_conversation(alice.user, alice.conv.id).message_count == len(TURNS)
+        assert app.store.list_conversations(bob.user) == []
 
     anyio.run(scenario)
 
 
 BAD = [("search_conversation_history", {"query": "a\x00b"}, "NUL"),
+       ("search_conversation_history", {"query": ""}, "query is empty"),
+       ("search_conversation_history", {"query": " \n "}, "query is empty"),
+       ("get_working_context", {"query": "  ", "token_budget": 500}, "query is empty"),
+       ("web_search", {"query": ""}, "query is empty"),
        ("search_conversation_history", {"query": "trip", "time_range": "yesterday"}, "time_range"),
        ("search_conversation_history", {"query": "trip", "limit": 10**9}, "limit"),
        ("search_conversation_history", {"query": "trip", "limit": 0}, "limit"),
@@ -255,3 +261,36 @@ def test_stdio_refuses_to_start_without_a_valid_key(database_url, alice):
                                                      "MEMCTX_API_KEY": key}, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_blank_query_is_refused_by_the_api_as_by_mcp(api_server, alice):
+    auth = {"Authorization": f"Bearer {alice.key}"}
+    for query in ("", "   "):
+        searched = httpx.post(f"{api_server}/v1/search", headers=auth, json={"query": query})
+        context = httpx.post(f"{api_server}/v1/conversations/paint/context", headers=auth,
+                             json={"query": query, "token_budget": 500})
+        for answer in (searched, context):
+            assert answer.status_code == 422 and answer.json()["detail"][0]["loc"] == ["body", "query"], answer.text
+    assert "query is empty" in searched.json()["detail"][0]["msg"]
+
+
+def test_stdio_without_a_migrated_database_says_so_in_one_line_and_stops_its_postgres(tmp_path, alice):
+    home = tmp_path / "home"  # what an MCP client passes: no MEMCTX_HOME of the user's shell, a new one
+    env = {"HOME": str(tmp_path), "PATH": os.environ["PATH"], "MEMCTX_HOME": str(home), "MEMCTX_API_KEY": alice.key}
+    params = StdioServerParameters(command=MEMCTX, args=["mcp"], env=env)
+    errors = tmp_path / "stderr"
+
+    async def scenario():
+        with errors.open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                with anyio.fail_after(120):
+                    await session.initialize()
+
+    with pytest.raises(BaseException) as caught:
+        anyio.run(scenario)
+    assert not isinstance(caught.value, AssertionError)
+    lines = [line for line in errors.read_text().splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert "not migrated" in lines[0] and str(home) in lines[0] and "MEMCTX_HOME" in lines[0]
+    status = subprocess.run([MEMCTX, "db", "status"], env=env, capture_output=True, text=True, timeout=60)
+    assert "stopped" in status.stdout, status.stdout  # no orphan Postgres left behind

@@ -76,17 +76,44 @@ def _sql_insert(conn, conversation_id, blocks_list, role="user"):
                         [(conversation_id, role, Jsonb(b)) for b in blocks_list])
 
 
+def _built(blocks: list[dict]) -> str | InvalidInput:
+    try:
+        return NewMessage.build("user", blocks).text
+    except InvalidInput as exc:
+        return exc
+
+
 def test_sql_derived_text_is_identical_to_ingest_for_many_block_combinations(app):
     cases = _cases()
+    built = [_built(blocks) for blocks in cases]
+    accepted = [blocks for blocks, text in zip(cases, built) if isinstance(text, str)]
+    refused = [(blocks, str(exc)) for blocks, exc in zip(cases, built) if isinstance(exc, InvalidInput)]
     conv = app.store.create_conversation(USER, external_id="blocks")
     with app.pool.connection() as conn:
-        _sql_insert(conn, conv.id, cases)
+        _sql_insert(conn, conv.id, accepted)
         stored = [r["text"] for r in conn.execute(
             "select text from memctx.messages where conversation_id = %s order by seq", (conv.id,))]
-    expected = [NewMessage.build("user", blocks).text for blocks in cases]
-    mismatches = [(blocks, want, got) for blocks, want, got in zip(cases, expected, stored) if want != got]
+    expected = [text for text in built if isinstance(text, str)]
+    mismatches = [(blocks, want, got) for blocks, want, got in zip(accepted, expected, stored) if want != got]
     assert not mismatches, mismatches[:3]
-    assert len(stored) == len(cases) and sum(t == "" for t in stored) > 5  # the empty cases are covered too
+    assert len(stored) == len(accepted) and sum(t == "" for t in stored) > 5  # the empty cases are covered too
+    # What ingest refuses (a text field holding a number, an object, a list), SQL refuses in its words.
+    assert len(refused) > 20
+    for blocks, says in refused:
+        with app.pool.connection() as conn, pytest.raises(psycopg.errors.CheckViolation) as caught:
+            _sql_insert(conn, conv.id, [blocks])
+        assert caught.value.diag.message_primary == says, blocks
+
+
+def test_a_message_date_no_reader_can_handle_is_refused_by_the_database(app):
+    conv = app.store.create_conversation(USER, external_id="dates")
+    for when in ("0001-01-01 00:00:00+00", "9999-12-31 23:59:59-14"):
+        with app.pool.connection() as conn, pytest.raises(psycopg.errors.CheckViolation,
+                                                          match="messages_created_at_range"):
+            conn.execute("insert into memctx.messages (conversation_id, role, content, created_at) "
+                         "values (%s, 'user', '[{\"type\": \"text\", \"text\": \"hi\"}]', %s)", (conv.id, when))
+    assert app.store.list_messages(USER, conv.id) == []
+    assert search_memories(app, USER, "hi") == []  # the user's search still answers
 
 
 def test_sql_insert_refuses_block_types_that_ingest_refuses(app):

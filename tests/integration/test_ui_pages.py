@@ -94,6 +94,13 @@ def test_a_second_user_sees_nothing_and_changes_nothing(ana, api_server, api_key
     assert "Tomas" in ana.get("/ui/c/lisbon").text
 
 
-def test_a_post_from_another_origin_is_refused(ana):
-    r = ana.post(f"/ui/c/{ana.conversation.id}/summarize", headers={"Origin": "https://evil.example"})
+def test_a_post_from_another_origin_is_refused(ana, api_key_for):
+    evil = {"Origin": "https://evil.example"}
+    r = ana.post(f"/ui/c/{ana.conversation.id}/summarize", headers=evil)
     assert r.status_code == 403
+    # Signing in and out from another origin neither sets nor clears the cookie (login CSRF).
+    signed_in = ana.post("/ui/sign-in", data={"credential": api_key_for(uuid.uuid4())}, headers=evil)
+    signed_out = ana.post("/ui/sign-out", headers=evil)
+    assert (signed_in.status_code, signed_out.status_code) == (403, 403)
+    assert "set-cookie" not in signed_in.headers and "set-cookie" not in signed_out.headers
+    assert "Lisbon trip" in ana.get("/ui/").text  # still Ana, still signed in

@@ -223,6 +223,39 @@ $$;
 
 
 --
+-- Name: messages_check_block_fields(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.messages_check_block_fields() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  bad record;
+begin
+  if jsonb_typeof(new.content) = 'array' then
+    select b.n - 1 as i, f.key, case jsonb_typeof(b.block -> f.key) when 'object' then 'an object'
+                                  when 'array' then 'a list' when 'number' then 'a number'
+                                  else 'a boolean' end as kind into bad
+      from jsonb_array_elements(new.content) with ordinality as b(block, n)
+      join (values ('text', 'text'), ('image', 'url'), ('image', 'caption'), ('tool_call', 'id'),
+                   ('tool_call', 'name'), ('tool_result', 'tool_call_id'), ('thinking', 'text')) as f(type, key)
+        on jsonb_typeof(b.block) = 'object' and f.type = b.block ->> 'type'
+     where jsonb_typeof(b.block -> f.key) not in ('string', 'null')
+     order by b.n, f.key
+     limit 1;
+    if found then
+      raise check_violation using
+        message = format('block %s %s must be a string, got %s', bad.i, bad.key, bad.kind),
+        table = 'messages', column = 'content';
+    end if;
+  end if;
+  return new;
+end
+$$;
+
+
+--
 -- Name: messages_count(); Type: FUNCTION; Schema: memctx; Owner: -
 --
 
@@ -857,6 +890,14 @@ ALTER TABLE ONLY memctx.idempotency_keys
 
 
 --
+-- Name: messages messages_created_at_range; Type: CHECK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.messages
+    ADD CONSTRAINT messages_created_at_range CHECK (((created_at >= '1000-01-01 00:00:00+00'::timestamp with time zone) AND (created_at < '9000-01-01 00:00:00+00'::timestamp with time zone))) NOT VALID;
+
+
+--
 -- Name: messages messages_external_id_key; Type: CONSTRAINT; Schema: memctx; Owner: -
 --
 
@@ -1161,6 +1202,13 @@ CREATE INDEX queue_state_mtime_idx ON memctx_queue.queue USING btree (state, mti
 --
 
 CREATE TRIGGER messages_assign_seq BEFORE INSERT ON memctx.messages FOR EACH ROW EXECUTE FUNCTION memctx.messages_assign_seq();
+
+
+--
+-- Name: messages messages_check_block_fields; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER messages_check_block_fields BEFORE INSERT OR UPDATE OF content ON memctx.messages FOR EACH ROW EXECUTE FUNCTION memctx.messages_check_block_fields();
 
 
 --

@@ -1,4 +1,4 @@
-"""The proxy's reading of OpenAI chat requests and replies: what is new, what is the tool loop, how
+"""The proxy's reading of OpenAI chat requests and replies: what is already stored, what is the tool loop, how
 messages become typed blocks, and how a stream's chunks add up to the reply that is stored."""
 
 from __future__ import annotations
@@ -7,28 +7,50 @@ import json
 
 import pytest
 
-from api.chat_format import StreamReply, completion_as_stream, reply_message, split_turn, to_new_message
+from api.chat_format import (StreamReply, completion_as_stream, message_key, reply_message, split_turn,
+                             to_new_message, unstored)
 from memctx.models import InvalidInput
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}
 
 
-def test_only_the_messages_after_the_last_reply_are_new_and_the_system_prompt_is_kept():
+def test_the_system_prompt_is_kept_and_the_last_user_message_is_the_query():
     turn = split_turn([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"},
                        {"role": "assistant", "content": "hello"}, {"role": "user", "content": "how are you?"}])
     assert turn.system_prompt == "Be brief."
     assert turn.query_text == "how are you?"
-    assert turn.new == [{"role": "user", "content": "how are you?"}]
+    assert [m["content"] for m in turn.talk] == ["hi", "hello", "how are you?"] and turn.query_index == 2
     assert turn.tail == []
 
 
-def test_in_a_tool_loop_the_tool_results_are_new_and_the_loop_is_passed_as_it_is():
+def test_in_a_tool_loop_the_loop_is_passed_as_it_is():
     loop = [{"role": "assistant", "content": None, "tool_calls": [CALL]},
             {"role": "tool", "tool_call_id": "call_1", "content": "12 C"}]
     turn = split_turn([{"role": "user", "content": "weather in Oslo?"}, *loop])
-    assert turn.query_text == "weather in Oslo?"
-    assert turn.new == [loop[1]]
+    assert turn.query_text == "weather in Oslo?" and turn.query_index == 0
     assert turn.tail == loop
+
+
+@pytest.mark.parametrize("sent, stored, first_new", [
+    (["u1"], [], 0),  # a new conversation: everything is new
+    (["u1", "a1", "u2", "a2", "u3"], [], 0),  # a history memctx never saw: all of it, in order
+    (["u1"], ["u1"], 1),  # a retry: the last stored message, no reply after it
+    (["u1", "a1", "u2"], ["u1", "a1", "u2"], 3),  # a retry with the whole history
+    (["u1", "a1", "u2"], ["u1", "a1"], 2),  # the usual turn: the new message only
+    (["u2"], ["u1", "a1"], 0),  # a client that sends only its new message
+    (["yes"], ["yes", "a1"], 0),  # said again after a reply: a new turn, not a retry
+    (["u1", "A-edited", "u2"], ["u1", "a1"], 2),  # the client changed a stored reply: memory keeps its own
+    (["a3", "u4"], ["u1", "a1", "u2", "a2", "u3", "a3"], 1),  # a client that sends a window of its history
+    (["u1", "a1", "yes", "a2", "yes"], ["u1", "a1", "yes", "a2"], 4),
+])
+def test_the_messages_a_conversation_already_holds_are_not_new(sent, stored, first_new):
+    assert unstored(sent, stored).first_new == first_new
+
+
+def test_a_stored_message_is_recognised_by_role_and_content():
+    stored = to_new_message({"role": "user", "content": "hi"})
+    assert message_key("user", [{"text": "hi", "type": "text"}]) == message_key(stored.role, stored.blocks)
+    assert message_key("assistant", stored.blocks) != message_key(stored.role, stored.blocks)
 
 
 def test_a_request_without_a_user_message_is_refused():

@@ -1,0 +1,91 @@
+"""What a request must pass before its body is read: a credential, and a size.
+
+Owns: an ASGI middleware in front of the app. A request with a body to an authenticated route
+(`/v1/…`, `/mcp`) is answered 401 unless its bearer credential is valid, before a byte of the
+body is read; any body over `api_max_body_bytes` is a 413: at once when its Content-Length says
+so, as soon as it passes the limit when it is streamed. So an anonymous or oversized upload costs
+the server neither the memory nor the parsing. It does not authorize anything: handlers resolve
+the caller again (the `caller` dependency), as they always do.
+"""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+
+from memctx.auth import Unauthorized
+
+BODY_METHODS = {"POST", "PUT", "PATCH"}
+AUTHENTICATED = ("/v1/", "/mcp")
+
+
+class Gate:
+    def __init__(self, app, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        if scope["path"].startswith(AUTHENTICATED) and not await _authenticated(scope, headers):
+            await _answer(send, 401, "invalid or missing credentials", [(b"www-authenticate", b"Bearer")])
+            return
+        length = headers.get(b"content-length", b"")
+        if length.isdigit() and int(length) > self.max_body_bytes:
+            await _answer(send, 413, self._too_large())
+            return
+        received, started, refused = 0, False, False
+
+        async def counted_receive():
+            nonlocal received, started, refused
+            if refused:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body_bytes:
+                    # Answered here: the app may wrap any error of reading the body as its own 400.
+                    # To the app the client has gone, and whatever it answers is dropped.
+                    refused = True
+                    if not started:
+                        started = True
+                        await _answer(send, 413, self._too_large())
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def watched_send(message) -> None:
+            nonlocal started
+            if refused:
+                return
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        await self.app(scope, counted_receive, watched_send)
+
+    def _too_large(self) -> str:
+        return f"the request body is over {self.max_body_bytes} bytes (MEMCTX_API_MAX_BODY_BYTES)"
+
+
+async def _authenticated(scope, headers: dict[bytes, bytes]) -> bool:
+    scheme, _, credential = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+    if scheme.lower() != "bearer" or not credential.strip():
+        return False
+    authenticator = scope["app"].state.authenticator
+    try:  # an API key is a database lookup: off the event loop, as the handlers' own check runs
+        await anyio.to_thread.run_sync(authenticator.user, credential.strip())
+    except Unauthorized:
+        return False
+    except Exception:  # the database is down, say: the handler's own check answers it (503)
+        return True
+    return True
+
+
+async def _answer(send, status: int, detail: str, headers: list[tuple[bytes, bytes]] = ()) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close"), *headers]})
+    await send({"type": "http.response.body", "body": body})

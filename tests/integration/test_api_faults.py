@@ -1,0 +1,134 @@
+"""Faults a running API meets, each with a clear answer through the real server: the database
+restarting under it (503 with Retry-After), a conversation deleted while its context is built
+(404), and uploads refused before they are read (401 for no credential, 413 over the size limit)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+import httpx
+import psycopg
+import pytest
+
+from api_support import build_api, client, serve
+from memctx.app import open_app
+from memctx.config import Settings
+
+
+def test_a_database_restart_is_a_503_with_retry_after_then_requests_work_again(api_server, api_key_for, database_url):
+    with client(api_server, api_key_for(uuid.uuid4())) as c:
+        assert c.post("/v1/conversations", json={"external_id": "a"}).status_code == 201
+        with psycopg.connect(database_url, autocommit=True) as admin:  # what a restart does to every session
+            ended = admin.execute("select pg_terminate_backend(pid) from pg_stat_activity "
+                                  "where datname = current_database() and pid <> pg_backend_pid()").fetchall()
+        assert ended
+        answers = [c.get("/v1/conversations") for _ in range(8)]
+    statuses = [a.status_code for a in answers]
+    assert 503 in statuses and 500 not in statuses, statuses
+    refused = next(a for a in answers if a.status_code == 503)
+    assert refused.headers["retry-after"] and "retry" in refused.json()["detail"]
+    assert statuses[-1] == 200 and [i["external_id"] for i in answers[-1].json()["items"]] == ["a"]
+
+
+class _DeletingEngine:
+    """A SearXNG-compatible engine on loopback that deletes the conversation it is asked about
+    (as another request of the user's would) before it answers: the context call is then half done."""
+
+    def __init__(self, database_url: str) -> None:
+        self.conversation: uuid.UUID | None = None
+        engine = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                with psycopg.connect(database_url, autocommit=True) as conn:
+                    conn.execute("delete from memctx.conversations where id = %s", (engine.conversation,))
+                body = json.dumps({"results": []}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_a_conversation_deleted_during_its_context_call_is_a_404(database_url, embedder):
+    engine = _DeletingEngine(database_url)
+    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, search_engines=["searxng"],
+                        searxng_url=engine.url, search_allow_private=True, search_keyword_threshold=0)
+    user = uuid.uuid4()
+    try:
+        with open_app(settings, embedder=embedder) as app, serve(build_api(app, settings)) as url:
+            from api_support import api_key
+
+            with client(url, api_key(app, user)) as c:
+                made = c.post("/v1/conversations", json={"external_id": "doomed"}).json()
+                c.post("/v1/conversations/doomed/messages", json={"messages": [{"role": "user", "content": "hi"}]})
+                engine.conversation = made["id"]
+                answer = c.post("/v1/conversations/doomed/context",
+                                json={"query": "latest news about the harbour", "token_budget": 800})
+                assert (answer.status_code, answer.json()) == (404, {"detail": "conversation not found"})
+                assert c.get("/v1/conversations/doomed").status_code == 404
+    finally:
+        engine.server.shutdown()
+        engine.server.server_close()
+
+
+@pytest.fixture
+def small_bodies(app, settings):
+    """A server that takes request bodies of at most 64 KiB (MEMCTX_API_MAX_BODY_BYTES)."""
+    with serve(build_api(app, settings.model_copy(update={"api_max_body_bytes": 64 * 1024}))) as base_url:
+        yield base_url
+
+
+def _raw(base_url: str, head: str, body: bytes = b"", timeout: float = 5.0) -> tuple[int, str]:
+    """Send a request head (and perhaps the start of its body) and read the answer's status line and
+    body without sending the rest: a server that waits for the whole body times out here."""
+    host, port = urlsplit(base_url).hostname, urlsplit(base_url).port
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    status_line, _, rest = answer.decode("latin-1").partition("\r\n")
+    return int(status_line.split()[1]), rest
+
+
+def test_uploads_are_refused_before_they_are_read(small_bodies, api_key_for):
+    key = api_key_for(uuid.uuid4())
+    huge = 57 * 1024 * 1024
+    head = f"POST /v1/conversations/c/messages HTTP/1.1\nHost: x\nContent-Type: application/json\nContent-Length: {huge}\n"
+    status, rest = _raw(small_bodies, head, b'{"messages": [')
+    assert status == 401 and "www-authenticate: bearer" in rest.lower()  # no credential: not read at all
+    status, _ = _raw(small_bodies, head + "Authorization: Bearer mck_not-a-key\n", b'{"messages": [')
+    assert status == 401
+    status, rest = _raw(small_bodies, head + f"Authorization: Bearer {key}\n", b'{"messages": [')
+    assert status == 413 and "MEMCTX_API_MAX_BODY_BYTES" in rest  # too large by its Content-Length
+    with client(small_bodies, key) as c:
+        assert c.post("/v1/conversations", json={"external_id": "c"}).status_code == 201
+
+        def streamed():  # no Content-Length: refused once it passes the limit
+            yield b'{"messages": ['
+            for i in range(2000):
+                yield json.dumps({"role": "user", "content": "x" * 100}).encode() + b","
+            yield b'{"role": "user", "content": "end"}]}'
+
+        too_big = c.post("/v1/conversations/c/messages", content=streamed(),
+                         headers={"Content-Type": "application/json"})
+        assert too_big.status_code == 413
+        fine = c.post("/v1/conversations/c/messages", json={"messages": [{"role": "user", "content": "small"}]})
+        assert fine.status_code == 201
+        assert [m["content"][0]["text"] for m in c.get("/v1/conversations/c/messages").json()["items"]] == ["small"]
