@@ -225,3 +225,20 @@ def test_eval_board_with_the_model_counts_its_calls_and_fallbacks(server: Server
     assert sum(stats["fallbacks"].values()) == sum(stats["failures"].values())
     assert all(0 <= share <= 1 for share in result["precision"].values())
     assert result["summaries"]["sessions"] == 1 and 0 <= result["summaries"]["rouge_l"] <= 1
+
+
+def test_the_server_is_a_portable_build() -> None:
+    """scripts/llm_server.sh builds llama.cpp with GGML_NATIVE=OFF: its CPU kernels use neither AMX
+    tiles (a native build on an AMX CPU died in them) nor AVX-512, which AVX2-only CPUs lack."""
+    import shutil
+
+    if _missing():
+        pytest.fail(f"MEMCTX_TEST_LLM=1 but {_missing()}")
+    if shutil.which("objdump") is None:
+        pytest.skip("objdump is not installed (Debian: apt-get install binutils)")
+    spec = importlib.util.find_spec("llama_cpp")
+    assert spec is not None and spec.submodule_search_locations
+    libraries = sorted(Path(list(spec.submodule_search_locations)[0]).glob("lib/libggml-cpu*.so*"))
+    assert libraries, "no libggml-cpu in llama_cpp"
+    code = subprocess.run(["objdump", "-d", str(libraries[0])], capture_output=True, text=True, check=True).stdout
+    assert "ldtilecfg" not in code and "%zmm" not in code
