@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from api.observe import configure_logging
+from api.observe import QUIET_LOGGERS, configure_logging
 from api_support import client
 from memctx.models import NewMessage
 
@@ -31,7 +31,7 @@ def alice(app):
 @pytest.fixture
 def log_lines():
     """The API's log, configured as `memctx serve` configures it, into a buffer."""
-    names = ("memctx", "uvicorn", "uvicorn.error")
+    names = ("", "memctx", "uvicorn", "uvicorn.error", *QUIET_LOGGERS)  # "": the root logger
     saved = {n: (logging.getLogger(n).handlers[:], logging.getLogger(n).level, logging.getLogger(n).propagate)
              for n in names}
     buffer = io.StringIO()
