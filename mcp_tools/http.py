@@ -11,6 +11,7 @@ is the request's `X-Memctx-Conversation` header. `router` is what `memctx serve`
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 from typing import Any, AsyncIterator
 from uuid import UUID
 
@@ -31,6 +32,7 @@ from memctx.app import App, open_app
 from memctx.config import Settings
 
 PATH = "/mcp"
+ROUTE = SimpleNamespace(path=PATH)
 CONVERSATION_HEADER = "x-memctx-conversation"
 # Every request must carry a bearer credential, which a page rebinding a name to this host does not
 # have; the SDK's Host check would refuse a server reached by any name other than localhost.
@@ -58,6 +60,9 @@ class McpEndpoint:
             yield
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Named in the scope as FastAPI's own routes name themselves (the router updates the scope
+        # in place): the API's request metrics and logs label this traffic `/mcp`, not "unmatched".
+        scope["route"] = ROUTE
         try:
             credential = bearer(Request(scope))
             user = await anyio.to_thread.run_sync(self.authenticator.user, credential)
