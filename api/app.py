@@ -71,5 +71,6 @@ def _load_embedder(app: App, loaded: threading.Event) -> None:
 def serve_app() -> FastAPI:
     """uvicorn's factory for `memctx serve`: settings from MEMCTX_* variables."""
     settings = Settings()
+    api = create_app(open_app(settings), settings, close_on_shutdown=True)
     observe.configure_logging()
-    return create_app(open_app(settings), settings, close_on_shutdown=True)
+    return api

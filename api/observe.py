@@ -76,16 +76,28 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
+# Libraries that log each HTTP request's URL at info (a search query, a fetched page, the upstream)
+# or keep their own chatter: warnings only.
+QUIET_LOGGERS = ("httpx", "httpcore", "openai", "urllib3", "dramatiq", "mcp")
+
+
 def configure_logging(level: str = "INFO", stream: IO[str] | None = None) -> None:
-    """JSON lines on `stream` (stderr) for the API's and uvicorn's loggers (an entry point calls this)."""
+    """Every log line of the process one JSON object on `stream` (stderr): the root logger's only
+    handler, which memctx's, uvicorn's and every library's loggers reach (an entry point calls this
+    once the app is built: a library may have set up its own handler by then)."""
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
     for name in ("memctx", "uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)
-        logger.handlers[:] = [handler]
+        logger.handlers[:] = []
         logger.setLevel(level.upper())
-        logger.propagate = False
+        logger.propagate = True
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)  # the middleware logs every request
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 # Middleware --------------------------------------------------------------------------------------

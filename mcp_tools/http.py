@@ -12,6 +12,7 @@ is the request's `X-Memctx-Conversation` header. `router` is what `memctx serve`
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 from typing import Any, AsyncIterator
 from uuid import UUID
 
@@ -32,6 +33,7 @@ from memctx.auth import Authenticator, Caller, Unauthorized, bearer
 from memctx.config import Settings
 
 PATH = "/mcp"
+ROUTE = SimpleNamespace(path=PATH)
 CONVERSATION_HEADER = "x-memctx-conversation"
 # Every request must carry a bearer credential, which a page rebinding a name to this host does not
 # have; the SDK's Host check would refuse a server reached by any name other than localhost.
@@ -59,6 +61,9 @@ class McpEndpoint:
             yield
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Named in the scope as FastAPI's own routes name themselves (the router updates the scope
+        # in place): the API's request metrics and logs label this traffic `/mcp`, not "unmatched".
+        scope["route"] = ROUTE
         try:
             credential = bearer(Request(scope).headers.get("authorization"))
             user = await anyio.to_thread.run_sync(self.authenticator.user, credential)

@@ -20,7 +20,8 @@ def worker_cmd(dispatch_: bool = typer.Option(True, "--dispatch/--no-dispatch",
     from worker.main import run  # dramatiq and the broker load only when the worker runs
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("dramatiq").setLevel(logging.WARNING)
+    for name in ("dramatiq", "httpx", "httpcore"):  # httpx logs every request's URL at info
+        logging.getLogger(name).setLevel(logging.WARNING)
     run(Settings(), dispatch=dispatch_, processes=processes, threads=threads)
 
 

@@ -18,7 +18,8 @@ from memctx.summarize.types import SECTIONS, Board, BoardItem
 NOTICES = {"summarized": "Summarized: the tree and the board are up to date.",
            "regenerated": "Regenerated: every summary and the board were rebuilt.",
            "edited": "Summary saved. It stays as you wrote it until a regeneration.",
-           "closed": "Conversation closed: its long-term summary is written."}
+           "closed": "Conversation closed: its long-term summary is written.",
+           "item-edited": "Board item saved."}
 
 
 def e(value: object) -> str:
@@ -116,8 +117,7 @@ def conversation(conv: Conversation, overview: ConversationOverview, board: Boar
 <form method="post" action="/ui/c/{ref}/summarize" data-busy="Summarizing…"><button>Summarize now</button></form>
 <form method="post" action="/ui/c/{ref}/regenerate" data-busy="Regenerating…"
  data-confirm="Discard every summary, your edits too, and rebuild them?"><button class="secondary">Regenerate</button></form>
-<form method="post" action="/ui/c/{ref}/close" data-busy="Closing…"
- data-confirm="Close this conversation and write its long-term summary?"><button class="secondary">Close</button></form>
+{"" if conv.closed_at else _close(ref)}
 </div></div>
 {note}{_pending(int(version["pending"]))}
 <dl class="stats wide">
@@ -128,17 +128,24 @@ def conversation(conv: Conversation, overview: ConversationOverview, board: Boar
 <div><dt>Saved share</dt><dd>{_share(overview)}</dd></div>
 </dl>
 <div class="grid">
-<section class="card board" aria-labelledby="board-h"><h2 id="board-h">Board</h2>{_board(board, sources)}</section>
+<section class="card board" aria-labelledby="board-h"><h2 id="board-h">Board</h2>{_board(board, sources, ref)}</section>
 <div class="side">
 <section class="card" aria-labelledby="tree-h"><h2 id="tree-h">Summary tree</h2>{_tree(tree, ref)}</section>
 <section class="card" aria-labelledby="chain-h"><h2 id="chain-h">Live chain</h2>{_chain(chain)}</section>
-<section class="card" aria-labelledby="ctx-h"><h2 id="ctx-h">Last working contexts</h2>{_contexts(contexts)}</section>
-</div></div>"""
+</div></div>
+<section class="card contexts" aria-labelledby="ctx-h"><h2 id="ctx-h">Last working contexts</h2>{_contexts(contexts)}</section>"""
     live = f' data-live="/ui/c/{ref}/live" data-version="{e(version["version"])}"'
     return page(_name(conv.external_id, conv.title, conv.id), body, live=live)
 
 
-def _board(board: Board | None, sources: Mapping[UUID, Message]) -> str:
+def _close(ref: str) -> str:
+    """Close, offered only while the conversation is open."""
+    return (f'<form method="post" action="/ui/c/{ref}/close" data-busy="Closing…"\n'
+            ' data-confirm="Close this conversation and write its long-term summary?">'
+            '<button class="secondary">Close</button></form>')
+
+
+def _board(board: Board | None, sources: Mapping[UUID, Message], ref: str) -> str:
     if board is None:
         return '<p class="empty">No board yet: the worker builds it as messages arrive, or press Summarize now.</p>'
     parts = [f'<p class="summary">{e(board.summary) or "<span class=muted>No summary yet.</span>"}</p>',
@@ -147,23 +154,31 @@ def _board(board: Board | None, sources: Mapping[UUID, Message]) -> str:
         items = board.section(spec.name)
         if not items:
             continue
+        numbered = list(enumerate(items))  # an item's place in its section is how an edit names it
         if spec.grouped_by:
-            groups: dict[str, list[BoardItem]] = {}
-            for item in items:
-                groups.setdefault(item.group or "", []).append(item)
-            inner = "".join(f'<h4>{e(group.capitalize() or "Unattributed")}</h4>{_items(group_items, sources)}'
+            groups: dict[str, list[tuple[int, BoardItem]]] = {}
+            for index, item in numbered:
+                groups.setdefault(item.group or "", []).append((index, item))
+            inner = "".join(f'<h4>{e(group.capitalize() or "Unattributed")}</h4>'
+                            f'{_items(group_items, sources, f"{ref}/board/{spec.name}")}'
                             for group, group_items in groups.items())
         else:
-            inner = _items(items, sources)
+            inner = _items(numbered, sources, f"{ref}/board/{spec.name}")
         parts.append(f'<section class="section" data-section="{spec.name}"><h3>{e(spec.title)} '
                      f'<span class="count">{len(items)}</span></h3>{inner}</section>')
     return "".join(parts)
 
 
-def _items(items: Iterable[BoardItem], sources: Mapping[UUID, Message]) -> str:
+def _items(items: Iterable[tuple[int, BoardItem]], sources: Mapping[UUID, Message], action: str) -> str:
+    """The items, each with its sources and an edit form posting to `/ui/c/{action}/{index}`."""
     return '<ul class="items">' + "".join(
-        f'<li>{e(i.text)}{" <span class=tag>edited</span>" if i.edited else ""}{_sources(i, sources)}</li>'
-        for i in items) + "</ul>"
+        f'<li><span class="item-text">{e(i.text)}</span>{" <span class=tag>edited</span>" if i.edited else ""}'
+        f'{_sources(i, sources)}<details class="edit-item"><summary>Edit</summary>'
+        f'<form method="post" action="/ui/c/{action}/{n}" data-busy="Saving…">'
+        f'<label for="i-{e(action)}-{n}">Item text</label>'
+        f'<textarea id="i-{e(action)}-{n}" name="text" rows="3" required>{e(i.text)}</textarea>'
+        f'<button>Save item</button></form></details></li>'
+        for n, i in items) + "</ul>"
 
 
 def _sources(item: BoardItem, sources: Mapping[UUID, Message]) -> str:
@@ -195,11 +210,11 @@ def _node(n: TreeNode, ref: str) -> str:
     flags = (" <span class=tag>edited</span>" if n.edited else "") + ("" if n.live else " <span class=tag>folded</span>")
     below = ("".join(_node(c, ref) for c in n.children) if n.children else
              "".join(f"<li>{_message(m)}</li>" for m in n.messages))
-    edit = (f'<details class="edit"><summary>Edit</summary>'
-            f'<form method="post" action="/ui/c/{ref}/summaries/{n.id}">'
-            f'<label for="t-{n.id}">Summary text</label>'
+    # The node's own disclosure shows the form: editing is one click away, not two.
+    edit = (f'<form class="edit" method="post" action="/ui/c/{ref}/summaries/{n.id}">'
+            f'<label for="t-{n.id}">Edit the summary text</label>'
             f'<textarea id="t-{n.id}" name="text" rows="6" required>{e(n.content)}</textarea>'
-            f'<button>Save summary</button></form></details>') if n.live else ""
+            f'<button>Save summary</button></form>') if n.live else ""
     covered = (f"{len(n.children)} summaries" if n.children else f"{len(n.messages)} messages")
     return f"""<li class="node{' master' if n.is_master else ''}" data-summary="{n.id}">
 <details id="n-{n.id}"><summary><span class="kind">{kind}</span> messages {n.first_seq}–{n.last_seq}
@@ -224,7 +239,7 @@ def _contexts(contexts: Sequence[ContextUse]) -> str:
         return '<p class="empty">No working context built yet (POST /v1/conversations/{c}/context).</p>'
     rows = "".join(f"""<tr><td>{_when(c.created_at)}</td><td>{e(c.kind)}</td>
 <td>{_num(c.tokens_used)} / {_num(c.token_budget)}</td><td>{_num(c.full_history_tokens)}</td>
-<td>{e(", ".join(f"{k} {v}" for k, v in sorted(c.sources.items())) or "—")}</td>
+<td class="wrap">{e(", ".join(f"{k} {v}" for k, v in sorted(c.sources.items())) or "—")}</td>
 <td>{"—" if c.total_ms is None else f"{c.total_ms:.0f} ms"}</td></tr>""" for c in contexts)
     return f"""<div class="scroll"><table><thead><tr><th scope="col">When</th><th scope="col">Kind</th>
 <th scope="col">Used / budget</th><th scope="col">Full history</th><th scope="col">Sources</th>

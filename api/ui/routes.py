@@ -1,5 +1,5 @@
 """The page's routes: sign in and out, the conversation list, one conversation, its live version,
-and the actions (summarize now, regenerate, edit a summary, close). Each parses, resolves the
+and the actions (summarize now, regenerate, edit a summary or a board item, close). Each parses, resolves the
 caller from the cookie, calls memctx as that caller and renders; actions answer 303 back to the
 page (post/redirect/get), so everything works without script.
 """
@@ -19,7 +19,7 @@ from api.ui import render
 from memctx.auth import Caller, Unauthorized
 from memctx.models import InvalidInput
 from memctx.pipeline import catchup, longterm
-from memctx.pipeline.board import get_board
+from memctx.pipeline.board import edit_board_item, get_board
 from memctx.store import UnknownConversation, dashboard
 
 COOKIE = "memctx_ui"
@@ -137,6 +137,18 @@ def edit_summary(conversation: UUID, summary_id: UUID, who: UiCaller,
     except ValueError as exc:  # empty, NUL bytes, too long: said on the page, nothing stored
         return HTMLResponse(render.refused(str(exc), conversation), status_code=422)
     return _back(conversation, "edited")
+
+
+@router.post("/c/{conversation}/board/{section}/{index}")
+def edit_item(conversation: UUID, section: str, index: int, who: UiCaller,
+              text: Annotated[str, Form(max_length=20_000)]) -> Response:
+    try:
+        edit_board_item(who.app, who.user_id, conversation, section, index, text.strip())
+    except LookupError:  # no board, no such section or item, or not the caller's conversation
+        return HTMLResponse(render.not_found(), status_code=404)
+    except ValueError as exc:  # empty, NUL bytes: said on the page, nothing stored
+        return HTMLResponse(render.refused(str(exc), conversation), status_code=422)
+    return _back(conversation, "item-edited")
 
 
 @cache

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from api_support import api_key, build_api, client, serve
+from memctx.pipeline.board import get_board
 from memctx.pipeline.catchup import catch_up
 from ui_support import store_turns
 
@@ -60,8 +61,7 @@ def test_a_person_reads_edits_and_summarizes_their_conversation_in_a_browser(app
         assert before > 0
 
         first = nodes.first
-        first.locator("summary").first.click()
-        first.locator("details.edit > summary").first.click()
+        first.locator("summary").first.click()  # one disclosure: the node shows its edit form
         first.locator("textarea").first.fill("Ana and Tomas plan five quiet days in Lisbon (edited by hand).")
         first.get_by_role("button", name="Save summary").first.click()
         expect(page.get_by_role("status")).to_contain_text("Summary saved")
@@ -98,3 +98,53 @@ def test_a_person_reads_edits_and_summarizes_their_conversation_in_a_browser(app
         if os.environ.get("MEMCTX_UPDATE_SCREENSHOTS") == "1":
             DOCS.mkdir(parents=True, exist_ok=True)
             (DOCS / name).write_bytes(png)
+
+
+def test_the_page_edits_a_board_item_fits_its_table_at_1280_and_offers_close_only_while_open(app, settings):
+    from playwright.sync_api import expect, sync_playwright
+
+    ana = uuid.uuid4()
+    conv = app.store.create_conversation(ana, external_id="lisbon", title="Lisbon trip")
+    store_turns(app, ana, conv.id, 0, 20)
+    catch_up(app, ana, conv.id, force_board=True)
+    key = api_key(app, ana)
+    with serve(build_api(app, settings)) as base, sync_playwright() as p:
+        with client(base, key) as chat:
+            for query in ("Where will Ana stay in Lisbon?", "Which museum does Tomas want to visit on Tuesday?"):
+                assert chat.post("/v1/conversations/lisbon/context",
+                                 json={"query": query, "token_budget": 2000}).status_code == 200
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(f"{base}/ui/sign-in")
+        page.get_by_label("API key or JWT").fill(key)
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("link", name="Lisbon trip").click()
+        expect(page.get_by_role("heading", name="Board")).to_be_visible()
+
+        # The table of working contexts shows every column at 1280 px, without scrolling sideways.
+        table = page.locator("#ctx-h + .scroll")
+        assert table.evaluate("s => s.scrollWidth <= s.clientWidth")
+        latency = page.get_by_role("columnheader", name="Latency").bounding_box()
+        assert latency is not None and latency["x"] + latency["width"] <= 1280
+
+        # A board item is edited from the page.
+        item = page.locator(".board .items > li").first
+        item.locator("details.edit-item > summary").click()
+        item.get_by_label("Item text").fill("Ana travels with her brother Tomas (fixed by hand).")
+        item.get_by_role("button", name="Save item").click()
+        expect(page.get_by_role("status")).to_contain_text("Board item saved")
+        first = page.locator(".board .items > li").first
+        expect(first.locator(".item-text")).to_have_text("Ana travels with her brother Tomas (fixed by hand).")
+        expect(first.locator(".tag")).to_have_text("edited")
+
+        # Close is offered while the conversation is open, and not once it is closed.
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.get_by_role("button", name="Close").click()
+        expect(page.get_by_role("status")).to_contain_text("Conversation closed")
+        expect(page.get_by_role("button", name="Close")).to_have_count(0)
+        expect(page.get_by_role("button", name="Summarize now")).to_be_visible()
+        browser.close()
+    stored = get_board(app, ana, conv.id)  # the edit is stored, not only shown
+    assert any(i.text == "Ana travels with her brother Tomas (fixed by hand)." and i.edited
+               for items in stored.items.values() for i in items)
+    assert app.store.get_conversation(ana, conv.id).closed_at is not None

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from api.observe import configure_logging
+from api.observe import QUIET_LOGGERS, configure_logging
 from api_support import client
 from memctx.models import NewMessage
 
@@ -31,7 +31,7 @@ def alice(app):
 @pytest.fixture
 def log_lines():
     """The API's log, configured as `memctx serve` configures it, into a buffer."""
-    names = ("memctx", "uvicorn", "uvicorn.error")
+    names = ("", "memctx", "uvicorn", "uvicorn.error", *QUIET_LOGGERS)  # "": the root logger
     saved = {n: (logging.getLogger(n).handlers[:], logging.getLogger(n).level, logging.getLogger(n).propagate)
              for n in names}
     buffer = io.StringIO()
@@ -46,7 +46,14 @@ def test_metrics_show_request_latency_tokens_and_retrieval_stages(api_server, ap
     with client(api_server, api_key_for(alice)) as http:
         assert http.post("/v1/conversations/gym/context", json={"query": SECRET_QUERY, "token_budget": 800}).status_code == 200
         assert http.get("/v1/conversations/nope").status_code == 404
-        text = http.get("/metrics").text
+        mcp = http.post("/mcp", headers={"Accept": "application/json, text/event-stream"}, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert mcp.status_code == 200
+        deadline = time.monotonic() + 10  # a request is counted once its response has gone out
+        while 'route="/mcp"' not in (text := http.get("/metrics").text) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert 'memctx_http_request_duration_seconds_count{method="POST",route="/mcp",status="200"}' in text
     assert 'memctx_http_request_duration_seconds_count{method="POST",route="/v1/conversations/{conversation}/context",status="200"}' in text
     assert 'memctx_http_request_duration_seconds_count{method="GET",route="/v1/conversations/{conversation}",status="404"}' in text
     assert 'memctx_context_tokens_used_count{kind="context"}' in text

@@ -4,7 +4,10 @@ and the working context with web results (tests/web_support.py serves the pages)
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -14,7 +17,7 @@ from memctx.config import Settings
 from memctx.models import NewMessage
 from memctx.search import EngineChain, SearchFailed, WebSearch
 from memctx.search.engines import DuckDuckGoEngine, SearxngEngine
-from memctx.search.fetch import Fetcher, FetchRefused
+from memctx.search.fetch import Fetcher, FetchRefused, is_public
 from memctx.search.service import WebSearchOptions
 from memctx.search.types import Decision
 from memctx.tokens import get_counter, messages_tokens
@@ -66,11 +69,12 @@ def test_fetch_refuses_oversize_non_html_and_endless_redirects(web):
 
 
 def test_private_addresses_are_refused_on_every_hop_and_after_resolution(web):
-    """allow_private off. The loopback server stands in for a public site: the resolver (patched)
-    says 127.0.0.1 is a public address, as a real site's name would resolve."""
-    names = {"127.0.0.1": ["93.184.216.34"], "169.254.169.254": ["169.254.169.254"],
-             "intranet.test": ["10.0.0.5"], "sneaky.example": ["93.184.216.34", "127.0.0.1"]}
-    fetcher = Fetcher(allow_private=False, resolve=lambda host, port: names[host])
+    """allow_private off. The loopback server stands in for a public site: the fetcher is told that
+    127.0.0.1 is a public address, as a real site's address is."""
+    names = {"127.0.0.1": ["127.0.0.1"], "169.254.169.254": ["169.254.169.254"],
+             "intranet.test": ["10.0.0.5"], "sneaky.example": ["127.0.0.1", "10.0.0.7"]}
+    fetcher = Fetcher(allow_private=False, resolve=lambda host, port: names[host],
+                      public=lambda address: address == "127.0.0.1" or is_public(address))
     assert "asynchronous I/O" in fetcher.fetch(web.base + "/redirect/news").html
     with pytest.raises(FetchRefused, match=r"169\.254\.169\.254 resolves to a non-public address"):
         fetcher.fetch(web.base + "/redirect/metadata")
@@ -82,6 +86,73 @@ def test_private_addresses_are_refused_on_every_hop_and_after_resolution(web):
         Fetcher().fetch(web.base + "/article/news")
     with pytest.raises(FetchRefused, match="not an http"):
         fetcher.fetch("file:///etc/passwd")
+
+
+class _Site(ThreadingHTTPServer):
+    """A page server on one loopback address: `page` answered at once, or dripped."""
+
+    def __init__(self, address: tuple[str, int], page: bytes, drip_s: float | None = None) -> None:
+        site = self
+        self.hosts: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                site.hosts.append(self.headers.get("Host"))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                try:
+                    for i in range(0, len(page), 5 if drip_s else len(page)):
+                        self.wfile.write(page[i:i + (5 if drip_s else len(page))])
+                        self.wfile.flush()
+                        if drip_s:
+                            time.sleep(drip_s)
+                except (BrokenPipeError, ConnectionResetError):  # the fetcher gave up: as it should
+                    pass
+
+        super().__init__(address, Handler)
+        self.daemon_threads = True
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def test_the_fetch_connects_to_the_address_it_checked_not_to_a_later_dns_answer():
+    """`localhost` is checked as 127.0.0.2 (the fetcher's resolver: the answer a rebinding DNS server
+    gives first), while the system resolves it to 127.0.0.1 (the answer it gives next), where the
+    private page is served on the same port."""
+    checked = _Site(("127.0.0.2", 0), b"<html><body><p>the page that was checked</p></body></html>")
+    port = checked.server_address[1]
+    try:
+        private = _Site(("127.0.0.1", port), b"<html><body><p>private admin page</p></body></html>")
+    except OSError:
+        checked.close()
+        pytest.skip("the port of 127.0.0.2 is taken on 127.0.0.1")
+    try:
+        fetcher = Fetcher(resolve=lambda host, port: ["127.0.0.2"], public=lambda address: address == "127.0.0.2")
+        page = fetcher.fetch(f"http://localhost:{port}/")
+        assert "the page that was checked" in page.html and page.url == f"http://localhost:{port}/"
+        assert private.hosts == [] and checked.hosts == [f"localhost:{port}"]
+    finally:
+        checked.close()
+        private.close()
+
+
+def test_a_page_that_drips_in_is_cut_at_the_fetch_deadline():
+    site = _Site(("127.0.0.1", 0), b"<html><body>" + b"x" * 200 + b"</body></html>", drip_s=0.5)
+    try:
+        started = time.monotonic()
+        with pytest.raises(FetchRefused, match="within 2 s"):
+            Fetcher(allow_private=True, timeout_s=2).fetch(f"http://127.0.0.1:{site.server_address[1]}/")
+        assert time.monotonic() - started < 3.5  # each read was quick: only the deadline stops it
+    finally:
+        site.close()
 
 
 def test_a_search_fetches_cleans_and_keeps_the_snippet_of_a_refused_page(web):
