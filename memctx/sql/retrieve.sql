@@ -343,6 +343,15 @@ select set_config('hnsw.iterative_scan', 'relaxed_order', true) as iterative_sca
 -- bounded searches, whose custom plans took over a third of their time to make).
 select set_config('plan_cache_mode', 'force_generic_plan', true) as plan_cache_mode
 
+-- name: search_parallel_workers
+-- For the rest of the transaction: at most this many parallel workers per scan (search.py runs it
+-- before every search, 0 by default). Past the exact scan, a user of a few thousand turns got a
+-- parallel bitmap scan whose workers sorted every row, vector included, for the dense list's
+-- window (a sort that spilled to disk) and whose start-up alone could take longer than the
+-- whole serial search on a busy machine; serial, the planner reads the same rows in
+-- (user_id, conversation_id, seq) order from messages_user_idx and sorts nothing.
+select set_config('max_parallel_workers_per_gather', %(parallel_workers)s::text, true) as parallel_workers
+
 -- name: search_global_dense
 -- Nearest messages across all users through the HNSW index (operators, benchmarks). The
 -- caller sets hnsw.ef_search; no filter, so the index returns the full top-k.
