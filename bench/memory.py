@@ -65,7 +65,7 @@ def catch_up(args, conversations) -> None:
         print(f"  catch_up: {time.perf_counter() - start:.1f} s, {result.summaries_written} summaries written, "
               f"{result.embedded_summaries} embedded: {rss()}")
         start = time.perf_counter()
-        n = embedding.backfill_conversation(app, cid)
+        n = embedding.backfill_conversation(app, DEFAULT_USER, cid)
         print(f"  backfill: {n} summaries in {time.perf_counter() - start:.1f} s: {rss()}")
 
 

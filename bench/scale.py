@@ -243,7 +243,9 @@ def measure(url: str, users: list[uuid.UUID], n: int, rng, shape: str, source: P
         return out
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, refused with a usage error when the realistic shape would leave no
+    ordinary users to time."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", choices=("uniform", "realistic"), default="uniform")
     parser.add_argument("--messages", type=int, default=1_000_000)
@@ -268,7 +270,18 @@ def main() -> None:
     parser.add_argument("--build-workers", type=int, default=2, help="max_parallel_maintenance_workers")
     parser.add_argument("--heavy-index", action="store_true",
                         help="realistic: a partial HNSW index on the heavy user's messages (docs/SCALING.md)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.queries < 1:
+        parser.error("--queries must be at least 1")
+    if args.shape == "realistic" and args.messages <= args.heavy_messages:
+        parser.error(f"--messages {args.messages} leaves no messages for ordinary users after the heavy user's "
+                     f"--heavy-messages {args.heavy_messages}: give --messages more than --heavy-messages "
+                     f"(e.g. --heavy-messages {args.messages // 2})")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     per, convs = args.per_conversation, args.conversations_per_user
     users = [uuid.UUID(int=i + 1) for i in range(max(1, args.messages // (per * convs)))]

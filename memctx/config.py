@@ -107,6 +107,9 @@ class Settings(BaseSettings):
                                          description="scale of a summary's fused score in user-wide search")
     search_dense_smoothing: float = Field(default=1.0, ge=0,
                                           description="weight of the neighbours' mean score in both relevance lists")
+    search_parallel_workers: int | None = Field(
+        default=0, ge=0, description="parallel workers per scan within a memory search (unset: the server's "
+                                     "max_parallel_workers_per_gather)")
     context_enabled: bool = Field(default=True, description="False = status quo: the last N raw messages")
     context_status_quo_messages: int = Field(default=20, ge=1, description="N of the status-quo context")
     context_current_share: float = Field(default=0.1, ge=0, le=1,

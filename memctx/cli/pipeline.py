@@ -100,7 +100,7 @@ def register(app: typer.Typer) -> None:
                           else catchup.catch_up(memctx_app, owner, conv, force_board=True))
             except UnknownConversation as exc:
                 fail(str(exc), BAD_INPUT)
-            backfilled = embedding.backfill_conversation(memctx_app, conv)  # "now": every summary embedded
+            backfilled = embedding.backfill_conversation(memctx_app, owner, conv)  # "now": every summary embedded
         print(json.dumps({**result.as_json(), "backfilled_summaries": backfilled}))
 
     @app.command("chain")

@@ -198,7 +198,7 @@ def _write_merge(conn, ctx: _Context, action: Action, items: list[ChainItem]) ->
     draft = capped(ctx.summarizer.summarize([i.source() for i in merged], level=action.level, is_master=True,
                                             max_tokens=cap, previous=master.text), cap, ctx.app.counter)
     row = conn.execute(QUERIES["merge_into_master"], {
-        "id": master.id, "conversation_id": ctx.conversation_id, "content": draft.content,
+        "id": master.id, "conversation_id": ctx.conversation_id, "user_id": ctx.user_id, "content": draft.content,
         "added": [i.id for i in merged], "last_seq": action.last_seq, "token_count": draft.token_count,
         "summarizer": draft.summarizer}).fetchone()
     if row is None:
@@ -208,7 +208,7 @@ def _write_merge(conn, ctx: _Context, action: Action, items: list[ChainItem]) ->
 
 
 def _supersede(conn, ctx: _Context, ids: list[UUID], by: UUID) -> None:
-    done = conn.execute(QUERIES["supersede_summaries"], {"ids": ids, "superseded_by": by,
+    done = conn.execute(QUERIES["supersede_summaries"], {"ids": ids, "superseded_by": by, "user_id": ctx.user_id,
                                                          "conversation_id": ctx.conversation_id}).fetchall()
     if len(done) != len(ids):  # only possible if the lock were bypassed: refuse to fork the chain
         raise RuntimeError(f"expected to supersede {len(ids)} summaries, superseded {len(done)}")
@@ -267,7 +267,7 @@ def _catch_up_lock(app: App, conversation_id: UUID, poll_s: float = 0.05) -> Ite
 def _catch_up(ctx: _Context, last_seq: int, force_board: bool, started: float) -> CatchUpResult:
     app, conversation_id = ctx.app, ctx.conversation_id
     try:
-        embedded = embed_messages(app, conversation_id)
+        embedded = embed_messages(app, ctx.user_id, conversation_id)
     except Exception:
         metrics.FAILURES.labels(kind="embed").inc()
         raise
@@ -276,7 +276,7 @@ def _catch_up(ctx: _Context, last_seq: int, force_board: bool, started: float) -
     boards = 0
     while board_step(app, ctx.user_id, conversation_id, ctx.summarizer, force=force_board):
         boards += 1
-    embedded_summaries = embed_summaries(app, conversation_id)
+    embedded_summaries = embed_summaries(app, ctx.user_id, conversation_id)
     return CatchUpResult(conversation_id, last_seq, embedded, tuple(ctx.steps), boards, embedded_summaries,
                          time.perf_counter() - started)
 

@@ -104,12 +104,13 @@ def _run_job(app: App, user_id: UUID, conversation_id: UUID, close: bool, force:
     except Exception as exc:
         metrics.FAILURES.labels(kind="job").inc()
         with app.pool.connection() as conn:
-            conn.execute(QUERIES["record_outbox_error"],
-                         {"conversation_id": conversation_id, "error": f"{type(exc).__name__}: {exc}"[:2000]})
+            conn.execute(QUERIES["record_outbox_error"], {"conversation_id": conversation_id, "user_id": user_id,
+                                                          "error": f"{type(exc).__name__}: {exc}"[:2000]})
         raise
     with app.pool.connection() as conn:
         marked = conn.execute(QUERIES["mark_outbox_processed"], {
-            "conversation_id": conversation_id, "upto_seq": result.last_seq, "started_at": started_at}).rowcount
+            "conversation_id": conversation_id, "user_id": user_id, "upto_seq": result.last_seq,
+            "started_at": started_at}).rowcount
     return JobResult(result, closed, marked)
 
 
@@ -118,8 +119,11 @@ def request(app: App, user_id: UUID, conversation_id: UUID, kind: str) -> bool:
     if kind not in ("summarize", "close"):
         raise ValueError(f"unknown request kind {kind!r}")
     with app.pool.connection() as conn:
-        return conn.execute(QUERIES["enqueue_request"], {"user_id": user_id, "conversation_id": conversation_id,
-                                                         "kind": kind}).fetchone() is not None
+        row = conn.execute(QUERIES["enqueue_request"], {"user_id": user_id, "conversation_id": conversation_id,
+                                                        "kind": kind}).fetchone()
+        if row is not None:
+            conn.execute(QUERIES["notify_outbox"], {"conversation_ids": [conversation_id]})
+    return row is not None
 
 
 @dataclass(frozen=True)
@@ -212,20 +216,27 @@ class Dispatcher(_Loop):
         self.ready = threading.Event()  # set once LISTEN is active and the start-up sweep is done
 
     def dispatch_pending(self) -> int:
-        """Claim every claimable row now; one job per conversation per claim batch. Returns jobs sent."""
+        """Claim every claimable row now, user by user; one job per conversation per claim batch.
+        Returns jobs sent."""
         settings = self.app.settings
+        key = {"lease_s": settings.claim_lease_s, "max_attempts": settings.outbox_max_attempts,
+               "limit": CLAIM_BATCH}
         sent = 0
         while True:
             with self.app.pool.connection() as conn:
-                groups = conn.execute(QUERIES["claim_outbox"], {
-                    "lease_s": settings.claim_lease_s, "max_attempts": settings.outbox_max_attempts,
-                    "limit": CLAIM_BATCH, "claimed_by": self.name}).fetchall()
-            for g in groups:
-                job = Job(g["user_id"], g["conversation_id"], close=g["close"], force=g["summarize"])
-                self.send(job)
-                metrics.JOBS_DISPATCHED.labels(kind="close" if job.close else "update").inc()
-                sent += 1
-            if sum(g["rows"] for g in groups) < CLAIM_BATCH:
+                users = [r["user_id"] for r in conn.execute(QUERIES["claimable_outbox_users"], key)]
+            more = len(users) == CLAIM_BATCH
+            for user in users:
+                with self.app.pool.connection() as conn:  # one claim per transaction, committed before its jobs leave
+                    groups = conn.execute(QUERIES["claim_outbox"], {
+                        **key, "user_id": user, "claimed_by": self.name}).fetchall()
+                for g in groups:
+                    job = Job(g["user_id"], g["conversation_id"], close=g["close"], force=g["summarize"])
+                    self.send(job)
+                    metrics.JOBS_DISPATCHED.labels(kind="close" if job.close else "update").inc()
+                    sent += 1
+                more = more or sum(g["rows"] for g in groups) >= CLAIM_BATCH
+            if not more:
                 return sent
 
     def sweep(self) -> int:

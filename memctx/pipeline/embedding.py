@@ -17,7 +17,7 @@ from memctx.sql import QUERIES
 # batch size is `embed_batch_size`), small enough that a round stays a few seconds.
 EMBED_ROUND = 256
 
-def embed_messages(app: App, conversation_id: UUID, *, batch: int | None = None) -> int:
+def embed_messages(app: App, user_id: UUID, conversation_id: UUID, *, batch: int | None = None) -> int:
     """Embed (and token-count) the conversation's messages stored without; returns how many.
 
     A message without searchable text is neither embedded nor returned here (the database gives
@@ -28,7 +28,7 @@ def embed_messages(app: App, conversation_id: UUID, *, batch: int | None = None)
     while True:
         with app.pool.connection() as conn:  # no transaction stays open while the model runs
             rows = conn.execute(QUERIES["unembedded_messages"],
-                                {"conversation_id": conversation_id, "limit": batch}).fetchall()
+                                {"conversation_id": conversation_id, "user_id": user_id, "limit": batch}).fetchall()
         if not rows:
             return done
         counts = app.counter.count_many([r["text"] for r in rows])
@@ -39,12 +39,13 @@ def embed_messages(app: App, conversation_id: UUID, *, batch: int | None = None)
                                       for r, c in zip(rows, counts)])
         with app.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             cur.executemany(QUERIES["set_message_embedding"], [
-                {"id": r["id"], "embedding": v, "token_count": c} for r, v, c in zip(rows, vectors, counts)])
+                {"id": r["id"], "user_id": user_id, "embedding": v, "token_count": c}
+                for r, v, c in zip(rows, vectors, counts)])
         done += len(rows)
         metrics.MESSAGES_EMBEDDED.inc(len(rows))
 
 
-def embed_summaries(app: App, conversation_id: UUID, *, batch: int | None = None, live_only: bool | None = None) -> int:
+def embed_summaries(app: App, user_id: UUID, conversation_id: UUID, *, batch: int | None = None, live_only: bool | None = None) -> int:
     """Embed the conversation's summaries written without an embedding, in batches.
 
     With `live_only` (default unless `summary_embeddings == "all"`), only the live ones: those
@@ -57,14 +58,14 @@ def embed_summaries(app: App, conversation_id: UUID, *, batch: int | None = None
     while True:
         with app.pool.connection() as conn:
             rows = conn.execute(QUERIES["unembedded_summaries"],
-                                {"conversation_id": conversation_id, "limit": batch,
+                                {"conversation_id": conversation_id, "user_id": user_id, "limit": batch,
                                  "live_only": live_only}).fetchall()
         if not rows:
             return done
         vectors = app.embedder.embed([r["content"] for r in rows])
         with app.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             cur.executemany(QUERIES["set_summary_embedding"],
-                            [{"id": r["id"], "embedding": v} for r, v in zip(rows, vectors)])
+                            [{"id": r["id"], "user_id": user_id, "embedding": v} for r, v in zip(rows, vectors)])
         done += len(rows)
 
 
@@ -92,7 +93,8 @@ def backfill_summary_embeddings(app: App, *, limit: int | None = None, conversat
             if rows:
                 with claim.transaction(), claim.cursor() as cur:
                     cur.executemany(QUERIES["set_backfilled_summary_embedding"], [
-                        {"id": r["id"], "embedding": v, "token_count": c} for r, v, c in zip(rows, vectors, counts)])
+                        {"id": r["id"], "user_id": r["user_id"], "embedding": v, "token_count": c}
+                        for r, v, c in zip(rows, vectors, counts)])
             claim.execute(QUERIES["unlock_summaries"], {"ids": ids})
             claim.autocommit = False
         except BaseException:
@@ -102,7 +104,7 @@ def backfill_summary_embeddings(app: App, *, limit: int | None = None, conversat
     return len(rows)
 
 
-def backfill_conversation(app: App, conversation_id: UUID, *, poll_s: float = 0.05) -> int:
+def backfill_conversation(app: App, user_id: UUID, conversation_id: UUID, *, poll_s: float = 0.05) -> int:
     """Backfill until every summary of the conversation has an embedding; returns how many it did.
 
     Rows another backfill holds are waited for, so the conversation is fully embedded on return.
@@ -117,5 +119,5 @@ def backfill_conversation(app: App, conversation_id: UUID, *, poll_s: float = 0.
                                     {"conversation_id": conversation_id}).fetchone()["n"]
             if left == 0:
                 return done
-            embed_summaries(app, conversation_id, live_only=True)  # live rows left by a failed catch-up
+            embed_summaries(app, user_id, conversation_id, live_only=True)  # live rows left by a failed catch-up
             time.sleep(poll_s)

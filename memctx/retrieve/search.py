@@ -77,6 +77,9 @@ class SearchOptions:
     k_match: int = 5000
     k_pool: int = 300
     max_scan_tuples: int = 20000
+    # Parallel workers per scan in a search's transaction (None: the server's setting). Searches
+    # are many and short and run side by side, so workers mostly add start-up and contention.
+    parallel_workers: int | None = 0
 
     @classmethod
     def from_settings(cls, settings: Any) -> "SearchOptions":
@@ -86,7 +89,8 @@ class SearchOptions:
             k_dense=settings.search_candidates, k_lexical=settings.search_candidates,
             k_recent=settings.search_recent_candidates, neighbours=settings.search_neighbours,
             speaker_boost=settings.search_speaker_boost, smooth=settings.search_dense_smoothing,
-            pair_rank=settings.search_pair_rank, summary_weight=settings.search_summary_weight)
+            pair_rank=settings.search_pair_rank, summary_weight=settings.search_summary_weight,
+            parallel_workers=settings.search_parallel_workers)
 
 
 class MemorySearch:
@@ -133,7 +137,7 @@ class MemorySearch:
                   "terms": list(analysis.terms), "since": since, "until": until, "k_dense": opts.k_dense, "k_lexical": opts.k_lexical,
                   "k_recent": opts.k_recent, "smooth": opts.smooth, "window": max(1 if opts.pair else 0, opts.neighbours),
                   "k_pool": k_pool, "k_match": opts.k_match, "ef_search": min(k_pool, 1000),
-                  "max_scan_tuples": opts.max_scan_tuples}
+                  "max_scan_tuples": opts.max_scan_tuples, "parallel_workers": opts.parallel_workers}
         name = "search_conversation" if conversation else "search_user"
         with self.pool.connection() as conn:
             inputs = self._plan_inputs.get((user, conversation))
@@ -152,7 +156,9 @@ class MemorySearch:
             generic = plan == "bounded" and inputs["scope_size"] <= opts.exact_limit
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
-                if plan == "index":  # for the search below: the settings last the transaction
+                if opts.parallel_workers is not None:  # for the search below: settings last the transaction
+                    conn.execute(QUERIES["search_parallel_workers"], params)
+                if plan == "index":
                     conn.execute(QUERIES["search_hnsw_settings"], params)
                 if generic:
                     conn.execute(QUERIES["search_generic_plan"])

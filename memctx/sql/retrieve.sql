@@ -83,7 +83,8 @@ hits as (
             m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
             1 - (m.embedding <=> %(query_vec)s::vector) as similarity
        from memctx.messages m
-      where m.conversation_id = h.conversation_id and m.seq between h.seq - %(window)s and h.seq + %(window)s
+      where m.conversation_id = h.conversation_id and m.user_id = %(user_id)s::uuid
+        and m.seq between h.seq - %(window)s and h.seq + %(window)s
      offset 0) m
    order by m.id
 )
@@ -285,7 +286,7 @@ with {scope}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
          s.created_at, 1 - (v.embedding <=> %(query_vec)s::vector) as similarity,
          ts_rank_cd(s.tsv, to_tsquery('english', %(tsquery)s::text), 1) as lexical_score
     from memctx.live_summaries s
-    join memctx.summaries v on v.id = s.id  -- the view leaves the vector out (migration 0009)
+    join memctx.summaries v on v.id = s.id and v.user_id = s.user_id  -- the view leaves the vector out (0009)
    where s.user_id = %(user_id)s::uuid
   union all
   select l.conversation_id, 'conversation_summary', l.conversation_id, l.summary, l.first_seq, l.last_seq,
@@ -342,6 +343,15 @@ select set_config('hnsw.iterative_scan', 'relaxed_order', true) as iterative_sca
 -- bounded searches, whose custom plans took over a third of their time to make).
 select set_config('plan_cache_mode', 'force_generic_plan', true) as plan_cache_mode
 
+-- name: search_parallel_workers
+-- For the rest of the transaction: at most this many parallel workers per scan (search.py runs it
+-- before every search, 0 by default). Past the exact scan, a user of a few thousand turns got a
+-- parallel bitmap scan whose workers sorted every row, vector included, for the dense list's
+-- window (a sort that spilled to disk) and whose start-up alone could take longer than the
+-- whole serial search on a busy machine; serial, the planner reads the same rows in
+-- (user_id, conversation_id, seq) order from messages_user_idx and sorts nothing.
+select set_config('max_parallel_workers_per_gather', %(parallel_workers)s::text, true) as parallel_workers
+
 -- name: search_global_dense
 -- Nearest messages across all users through the HNSW index (operators, benchmarks). The
 -- caller sets hnsw.ef_search; no filter, so the index returns the full top-k.
@@ -359,6 +369,7 @@ with conv as (
 ), live as (
   select s.id, s.level, s.is_master, s.content, s.first_seq, s.last_seq, s.token_count
     from memctx.live_summaries s join conv on s.conversation_id = conv.id
+   where s.user_id = %(user_id)s::uuid
 ), recent as (
   -- The conversation by its parameter, not through conv: a join hides the value from the
   -- planner, which then read every turn of the conversation and sorted them (8 ms at 5,000
@@ -384,6 +395,7 @@ select 'board', b.conversation_id, null, null, b.current_summary, null, b.last_s
        b.updated_at, null, null,
        jsonb_build_object('key_facts', b.items -> 'key_facts', 'constraints', b.items -> 'constraints')
   from memctx.summary_boards b join conv on b.conversation_id = conv.id
+ where b.user_id = %(user_id)s::uuid
 union all
 select 'message', r.id, null, null, r.text, r.seq, r.seq, r.token_count, r.role, r.external_id, r.created_at,
        r.speaker, r.session, null

@@ -31,7 +31,7 @@ select * from memctx.conversations where user_id = %(user_id)s
 
 -- name: existing_external_ids
 select external_id from memctx.messages
- where conversation_id = %(conversation_id)s and external_id = any(%(external_ids)s::text[])
+ where conversation_id = %(conversation_id)s and user_id = %(user_id)s and external_id = any(%(external_ids)s::text[])
 
 -- name: list_messages
 select id, conversation_id, user_id, seq, role, content, text, external_id, token_count, created_at,
@@ -82,7 +82,7 @@ select (select count(*) from memctx.conversations where user_id = %(user_id)s) a
 select c.id, c.external_id, c.title, c.message_count,
        count(m.id) filter (where m.embedding is not null) as embedded,
        coalesce(sum(m.token_count), 0) as tokens
-  from memctx.conversations c left join memctx.messages m on m.conversation_id = c.id
+  from memctx.conversations c left join memctx.messages m on m.conversation_id = c.id and m.user_id = c.user_id
  where c.user_id = %(user_id)s
  group by c.id, c.user_id order by c.created_at  -- the primary key (0012): external_id etc. follow from it
 
@@ -101,7 +101,7 @@ values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 select id, conversation_id, user_id, seq, role, content, text, external_id, token_count, created_at,
        metadata, embedding is not null as has_embedding
   from memctx.messages
- where conversation_id = %(conversation_id)s and seq > %(after_seq)s
+ where conversation_id = %(conversation_id)s and user_id = %(user_id)s and seq > %(after_seq)s
  order by seq
 
 -- name: lock_conversation_seq

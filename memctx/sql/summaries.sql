@@ -54,7 +54,8 @@ returning id
 -- name: supersede_summaries
 update memctx.summaries
    set superseded_by = %(superseded_by)s, superseded_at = now(), updated_at = now()
- where id = any(%(ids)s::uuid[]) and conversation_id = %(conversation_id)s and superseded_at is null
+ where id = any(%(ids)s::uuid[]) and conversation_id = %(conversation_id)s and user_id = %(user_id)s
+   and superseded_at is null
 returning id
 
 -- name: merge_into_master
@@ -63,21 +64,22 @@ update memctx.summaries
    set content = %(content)s, source_ids = source_ids || %(added)s::uuid[], last_seq = %(last_seq)s,
        token_count = %(token_count)s, summarizer = %(summarizer)s, embedding = null, edited = false,
        updated_at = now()
- where id = %(id)s and conversation_id = %(conversation_id)s and is_master and superseded_at is null
+ where id = %(id)s and conversation_id = %(conversation_id)s and user_id = %(user_id)s and is_master
+   and superseded_at is null
 returning id
 
 -- name: unembedded_summaries
 select id, content from memctx.summaries
- where conversation_id = %(conversation_id)s and embedding is null
+ where conversation_id = %(conversation_id)s and user_id = %(user_id)s and embedding is null
    and (not %(live_only)s or superseded_at is null)
  order by first_seq, level
  limit %(limit)s
 
 -- name: set_summary_embedding
-update memctx.summaries set embedding = %(embedding)s where id = %(id)s
+update memctx.summaries set embedding = %(embedding)s where id = %(id)s and user_id = %(user_id)s
 
 -- name: lock_unembedded_summaries
--- The backfill's claim: the oldest superseded summaries without an embedding (live ones are the
+-- Across users (or within one conversation). The backfill's claim: the oldest superseded summaries without an embedding (live ones are the
 -- catch-up's), each under a session advisory lock taken with a try-lock, so concurrent backfills
 -- skip each other's rows and no transaction stays open while the embedder runs. The candidates
 -- are materialized and the outer query has no LIMIT, so every lock taken is a row returned.
@@ -92,14 +94,14 @@ select id from candidates
  where pg_try_advisory_lock(hashtextextended('memctx.embed_summary:' || id::text, 0))
 
 -- name: locked_unembedded_summaries
--- Re-read after locking (a new snapshot): a row another backfill embedded and unlocked between
+-- Across users: the claimed ids may be any users'. Re-read after locking (a new snapshot): a row another backfill embedded and unlocked between
 -- our candidate scan and our lock is dropped here, so no row is embedded twice.
-select id, content, token_count from memctx.summaries where id = any(%(ids)s::uuid[]) and embedding is null
+select id, user_id, content, token_count from memctx.summaries where id = any(%(ids)s::uuid[]) and embedding is null
 
 -- name: set_backfilled_summary_embedding
 update memctx.summaries
    set embedding = %(embedding)s, token_count = coalesce(token_count, %(token_count)s)
- where id = %(id)s and embedding is null
+ where id = %(id)s and user_id = %(user_id)s and embedding is null
 
 -- name: unlock_summaries
 select count(*) filter (where pg_advisory_unlock(hashtextextended('memctx.embed_summary:' || id::text, 0)))
@@ -107,6 +109,7 @@ select count(*) filter (where pg_advisory_unlock(hashtextextended('memctx.embed_
   from unnest(%(ids)s::uuid[]) as id
 
 -- name: unembedded_summary_count
+-- Across users (or within one conversation): the backfill's backlog.
 select count(*) as n from memctx.summaries
  where embedding is null and (%(conversation_id)s::uuid is null or conversation_id = %(conversation_id)s::uuid)
 
@@ -114,14 +117,14 @@ select count(*) as n from memctx.summaries
 -- A message without text is left without an embedding (the messages trigger of 0005 gives it 0
 -- tokens): an embedded empty string would match any query at ~0.17 cosine.
 select id, text, token_count from memctx.messages
- where conversation_id = %(conversation_id)s and (embedding is null or token_count is null) and text <> ''
+ where conversation_id = %(conversation_id)s and user_id = %(user_id)s and (embedding is null or token_count is null) and text <> ''
  order by seq
  limit %(limit)s
 
 -- name: set_message_embedding
 update memctx.messages
    set embedding = coalesce(embedding, %(embedding)s), token_count = coalesce(token_count, %(token_count)s)
- where id = %(id)s
+ where id = %(id)s and user_id = %(user_id)s
 
 -- name: get_board
 select * from memctx.summary_boards where conversation_id = %(conversation_id)s and user_id = %(user_id)s
@@ -190,7 +193,7 @@ select cs.conversation_id, cs.user_id, cs.summary, cs.key_facts, cs.entities, cs
        cs.pending_questions, cs.first_seq, cs.last_seq, cs.token_count, cs.updated_at, c.title,
        c.last_message_at
   from memctx.conversation_summaries cs
-  join memctx.conversations c on c.id = cs.conversation_id
+  join memctx.conversations c on c.id = cs.conversation_id and c.user_id = cs.user_id
  where cs.user_id = %(user_id)s
    and (%(exclude)s::uuid is null or cs.conversation_id <> %(exclude)s::uuid)
  order by c.last_message_at desc nulls last, cs.updated_at desc

@@ -169,15 +169,17 @@ class MessageStore:
                                   {"user_id": user_id, "conversation_id": conversation_id}).fetchone()
             if locked is None:
                 raise UnknownConversation(conversation_id)
-            keep = self._new_only(conn, conversation_id, prepared)
+            keep = self._new_only(conn, user_id, conversation_id, prepared)
             if not keep:
                 return []
             vectors = self._vectors([prepared[i] for i in keep], embeddings[keep] if embeddings is not None else None, embed)
             now = datetime.now(timezone.utc)
             self._insert(conn, [self._row(user_id, conversation_id, prepared[i],
                                           vectors[j] if vectors is not None else None, now) for j, i in enumerate(keep)])
+            # Wakes the worker from this session (the trigger's NOTIFY may run on another node).
+            conn.execute(QUERIES["notify_outbox"], {"conversation_ids": [conversation_id]})
             # The conversation row is locked: every row after last_seq is one of ours.
-            rows = conn.execute(QUERIES["messages_after"], {"conversation_id": conversation_id,
+            rows = conn.execute(QUERIES["messages_after"], {"conversation_id": conversation_id, "user_id": user_id,
                                                             "after_seq": locked["last_seq"]}).fetchall()
         return [Message.from_row(r) for r in rows]
 
@@ -191,7 +193,7 @@ class MessageStore:
                 for row in rows:
                     copy.write_row(row)
 
-    def _new_only(self, conn, conversation_id: UUID, prepared: list[PreparedMessage]) -> list[int]:
+    def _new_only(self, conn, user_id: UUID, conversation_id: UUID, prepared: list[PreparedMessage]) -> list[int]:
         external = [p.message.external_id for p in prepared if p.message.external_id is not None]
         if len(set(external)) != len(external):
             dup = next(e for e in external if external.count(e) > 1)
@@ -199,7 +201,8 @@ class MessageStore:
         existing: set[str] = set()
         if external:
             existing = {r["external_id"] for r in conn.execute(
-                QUERIES["existing_external_ids"], {"conversation_id": conversation_id, "external_ids": external})}
+                QUERIES["existing_external_ids"],
+                {"conversation_id": conversation_id, "user_id": user_id, "external_ids": external})}
         return [i for i, p in enumerate(prepared) if p.message.external_id not in existing]
 
     def stored_external_ids(self, user_id: UUID, conversation_id: UUID, external_ids: Sequence[str | None],
@@ -211,7 +214,8 @@ class MessageStore:
         with self._connection(conn) as conn:
             self._require(conn, user_id, conversation_id)
             return {r["external_id"] for r in conn.execute(
-                QUERIES["existing_external_ids"], {"conversation_id": conversation_id, "external_ids": wanted})}
+                QUERIES["existing_external_ids"],
+                {"conversation_id": conversation_id, "user_id": user_id, "external_ids": wanted})}
 
     @staticmethod
     def _require(conn, user_id: UUID, conversation_id: UUID) -> None:

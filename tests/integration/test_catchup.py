@@ -274,7 +274,7 @@ def test_catch_up_embeds_the_live_summaries_and_the_backfill_the_superseded_ones
     assert result.embedded_summaries == len(live)
 
     before = metrics.SUMMARIES_BACKFILLED._value.get()
-    done = embedding.backfill_conversation(app, conv.id)
+    done = embedding.backfill_conversation(app, USER, conv.id)
     rows = _summary_rows(app, conv.id)
     assert done == len(superseded)
     assert all(r["embedded"] and r["token_count"] for r in rows)

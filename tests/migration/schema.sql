@@ -199,21 +199,26 @@ declare
   conv record;
   stored bigint;
 begin
-  select c.last_seq, c.user_id into conv
-    from memctx.conversations c
-   where c.id = new.conversation_id
-     for update;
-  if not found then
-    raise foreign_key_violation using message = format('conversation %s does not exist', new.conversation_id);
-  end if;
   if new.user_id is null then
-    new.user_id := conv.user_id;
-  elsif new.user_id <> conv.user_id then
-    raise insufficient_privilege using message = 'message user_id differs from its conversation''s user_id';
+    select c.last_seq, c.user_id into conv
+      from memctx.conversations c
+     where c.id = new.conversation_id
+       for update;
+  else
+    select c.last_seq, c.user_id into conv
+      from memctx.conversations c
+     where c.id = new.conversation_id and c.user_id = new.user_id
+       for update;
   end if;
+  if not found then
+    raise foreign_key_violation using
+      message = format('conversation %s does not exist%s', new.conversation_id,
+                       coalesce(' for user ' || new.user_id::text, ''));
+  end if;
+  new.user_id := conv.user_id;
   select m.seq into stored
     from memctx.messages m
-   where m.conversation_id = new.conversation_id
+   where m.conversation_id = new.conversation_id and m.user_id = conv.user_id
    order by m.seq desc
    limit 1;
   new.seq := greatest(conv.last_seq, coalesce(stored, 0)) + 1;
@@ -546,7 +551,7 @@ CREATE VIEW memctx.conversation_overview WITH (security_invoker='true') AS
    FROM (((memctx.conversations c
      LEFT JOIN LATERAL ( SELECT sum(x.token_count) AS tokens
            FROM memctx.messages x
-          WHERE (x.conversation_id = c.id)) m ON (true))
+          WHERE ((x.conversation_id = c.id) AND (x.user_id = c.user_id))) m ON (true))
      LEFT JOIN LATERAL ( SELECT sum(l.n) AS live,
             jsonb_object_agg(l.level, l.n) AS by_level
            FROM ( SELECT
@@ -556,13 +561,13 @@ CREATE VIEW memctx.conversation_overview WITH (security_invoker='true') AS
                         END AS level,
                     count(*) AS n
                    FROM memctx.summaries y
-                  WHERE ((y.conversation_id = c.id) AND (y.superseded_at IS NULL))
+                  WHERE ((y.conversation_id = c.id) AND (y.user_id = c.user_id) AND (y.superseded_at IS NULL))
                   GROUP BY
                         CASE
                             WHEN y.is_master THEN 'master'::text
                             ELSE (y.level)::text
                         END) l) s ON (true))
-     LEFT JOIN memctx.summary_boards b ON ((b.conversation_id = c.id)));
+     LEFT JOIN memctx.summary_boards b ON (((b.conversation_id = c.id) AND (b.user_id = c.user_id))));
 
 
 --
@@ -1104,6 +1109,13 @@ CREATE INDEX outbox_pending_idx ON memctx.outbox USING btree (conversation_id, i
 --
 
 CREATE INDEX outbox_user_idx ON memctx.outbox USING btree (user_id);
+
+
+--
+-- Name: outbox_user_pending_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX outbox_user_pending_idx ON memctx.outbox USING btree (user_id, id) WHERE (processed_at IS NULL);
 
 
 --
