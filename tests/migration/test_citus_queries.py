@@ -88,6 +88,17 @@ def test_every_lock_is_taken_on_one_users_rows():
         assert re.search(r"\buser_id\s*=\s*%\(user_id\)s", _code(sql)), name
 
 
+def test_no_statement_writes_a_reference_table_beside_tenant_rows():
+    """api_keys and embedding_space are reference tables on Citus (copied to every node): a
+    statement that modifies one cannot also touch a user's shard (forget_user deletes the keys in
+    a statement of its own)."""
+    writes = re.compile(r"\b(?:delete\s+from|update|insert\s+into)\s+memctx\.(?:api_keys|embedding_space)\b", re.I)
+    writers = {name for name, sql in QUERIES.items() if writes.search(_code(sql))}
+    assert "forget_user_keys" in writers
+    for name in writers:
+        assert not _REFERENCE.search(_code(QUERIES[name])), name
+
+
 def test_claims_go_user_by_user():
     claim, users = _code(QUERIES["claim_outbox"]), _code(QUERIES["claimable_outbox_users"])
     assert re.search(r"where user_id = %\(user_id\)s::uuid", claim)
