@@ -216,27 +216,25 @@ class Dispatcher(_Loop):
         self.ready = threading.Event()  # set once LISTEN is active and the start-up sweep is done
 
     def dispatch_pending(self) -> int:
-        """Claim every claimable row now, user by user; one job per conversation per claim batch.
-        Returns jobs sent."""
+        """Claim every claimable row now, user by user in one transaction (the claims pipelined:
+        one round trip); one job per conversation per claim batch. Returns jobs sent."""
         settings = self.app.settings
         key = {"lease_s": settings.claim_lease_s, "max_attempts": settings.outbox_max_attempts,
-               "limit": CLAIM_BATCH}
+               "limit": CLAIM_BATCH, "claimed_by": self.name}
         sent = 0
         while True:
-            with self.app.pool.connection() as conn:
+            with self.app.pool.connection() as conn:  # committed before the jobs leave
                 users = [r["user_id"] for r in conn.execute(QUERIES["claimable_outbox_users"], key)]
-            more = len(users) == CLAIM_BATCH
-            for user in users:
-                with self.app.pool.connection() as conn:  # one claim per transaction, committed before its jobs leave
-                    groups = conn.execute(QUERIES["claim_outbox"], {
-                        **key, "user_id": user, "claimed_by": self.name}).fetchall()
+                with conn.pipeline():
+                    claims = [conn.execute(QUERIES["claim_outbox"], {**key, "user_id": user}) for user in users]
+                claimed = [cur.fetchall() for cur in claims]
+            for groups in claimed:
                 for g in groups:
                     job = Job(g["user_id"], g["conversation_id"], close=g["close"], force=g["summarize"])
                     self.send(job)
                     metrics.JOBS_DISPATCHED.labels(kind="close" if job.close else "update").inc()
                     sent += 1
-                more = more or sum(g["rows"] for g in groups) >= CLAIM_BATCH
-            if not more:
+            if len(users) < CLAIM_BATCH and all(sum(g["rows"] for g in groups) < CLAIM_BATCH for groups in claimed):
                 return sent
 
     def sweep(self) -> int:

@@ -46,7 +46,9 @@ delete from memctx.conversations where id = %(conversation_id)s and user_id = %(
 
 -- name: forget_user
 -- Conversations cascade to every table that hangs off them; rows without a conversation
--- reference are deleted by user_id directly. Returns what was deleted per table.
+-- reference are deleted by user_id directly. Returns what was deleted per table. The user's API
+-- keys go in forget_user_keys, a statement of its own: api_keys is a reference table on Citus
+-- (copied to every node), and one statement cannot modify it and the user's shard together.
 with c as (delete from memctx.conversations where user_id = %(user_id)s returning id),
      m as (delete from memctx.messages where user_id = %(user_id)s returning id),
      s as (delete from memctx.summaries where user_id = %(user_id)s returning id),
@@ -54,16 +56,19 @@ with c as (delete from memctx.conversations where user_id = %(user_id)s returnin
      w as (delete from memctx.working_memory_chunks where user_id = %(user_id)s returning id),
      l as (delete from memctx.conversation_summaries where user_id = %(user_id)s returning conversation_id),
      o as (delete from memctx.outbox where user_id = %(user_id)s returning id),
-     k as (delete from memctx.api_keys where user_id = %(user_id)s returning id),
      r as (delete from memctx.context_requests where user_id = %(user_id)s returning id),
      i as (delete from memctx.idempotency_keys where user_id = %(user_id)s returning key),
      x as (delete from memctx.search_cache where user_id = %(user_id)s returning fingerprint)
 select (select count(*) from c) as conversations, (select count(*) from m) as messages,
        (select count(*) from s) as summaries, (select count(*) from b) as summary_boards,
        (select count(*) from w) as working_memory_chunks, (select count(*) from l) as conversation_summaries,
-       (select count(*) from o) as outbox, (select count(*) from k) as api_keys,
+       (select count(*) from o) as outbox,
        (select count(*) from r) as context_requests, (select count(*) from i) as idempotency_keys,
        (select count(*) from x) as search_cache
+
+-- name: forget_user_keys
+with k as (delete from memctx.api_keys where user_id = %(user_id)s returning id)
+select count(*) as api_keys from k
 
 -- name: user_row_counts
 select (select count(*) from memctx.conversations where user_id = %(user_id)s) as conversations,

@@ -136,6 +136,7 @@ class MessageStore:
         """
         with self.pool.connection() as conn, conn.transaction():
             deleted = dict(conn.execute(QUERIES["forget_user"], {"user_id": user_id}).fetchone())
+            deleted.update(conn.execute(QUERIES["forget_user_keys"], {"user_id": user_id}).fetchone())
             left = conn.execute(QUERIES["user_row_counts"], {"user_id": user_id}).fetchone()
             if any(left.values()):
                 raise RuntimeError(f"forget_user left rows behind: {dict(left)}")

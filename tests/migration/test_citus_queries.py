@@ -44,13 +44,14 @@ def _code(text: str) -> str:
     return re.sub(r"--[^\n]*", "", text)
 
 
-def unrouted(sql: str) -> list[str]:
+def unrouted(sql: str, *, joins_only: bool = False) -> list[str]:
     """Each reference to a tenant table or view that no user_id test follows: `alias.user_id`
     after an aliased reference (in its join, its WHERE or a later lateral), `user_id` after a
-    bare one. A textual check: it cannot prove a predicate right, only find one missing."""
+    bare one; with `joins_only`, every reference but the first (a view's rows are filtered by
+    whoever reads it). A textual check: it cannot prove a predicate right, only find one missing."""
     code = _code(sql)
     missing = []
-    for ref in _REFERENCE.finditer(code):
+    for ref in list(_REFERENCE.finditer(code))[1 if joins_only else 0:]:
         table, alias = ref.group(1), ref.group(2)
         rest = code[ref.end():]
         if not re.search(rf"\b{alias}\.user_id\b" if alias else r"\buser_id\b", rest):
@@ -64,6 +65,8 @@ def test_the_check_finds_a_lookup_without_user_id():
                     "where c.user_id = %(u)s") == ["messages m"]
     assert unrouted("select 1 from memctx.outbox where id = 1") == ["outbox"]
     assert unrouted("select * from memctx.messages m where m.user_id = %(u)s -- m.user_id") == []
+    assert unrouted("select * from memctx.conversations c join memctx.messages m on m.conversation_id = c.id",
+                    joins_only=True) == ["messages m"]
 
 
 def test_every_query_of_one_user_names_user_id_for_each_table():
@@ -83,6 +86,17 @@ def test_every_lock_is_taken_on_one_users_rows():
     assert {"claim_outbox", "lock_conversation_seq"} <= set(locking)
     for name, sql in locking.items():
         assert re.search(r"\buser_id\s*=\s*%\(user_id\)s", _code(sql)), name
+
+
+def test_no_statement_writes_a_reference_table_beside_tenant_rows():
+    """api_keys and embedding_space are reference tables on Citus (copied to every node): a
+    statement that modifies one cannot also touch a user's shard (forget_user deletes the keys in
+    a statement of its own)."""
+    writes = re.compile(r"\b(?:delete\s+from|update|insert\s+into)\s+memctx\.(?:api_keys|embedding_space)\b", re.I)
+    writers = {name for name, sql in QUERIES.items() if writes.search(_code(sql))}
+    assert "forget_user_keys" in writers
+    for name in writers:
+        assert not _REFERENCE.search(_code(QUERIES[name])), name
 
 
 def test_claims_go_user_by_user():
@@ -129,6 +143,17 @@ def test_triggers_of_tenant_tables_find_rows_by_user_id(catalog):
             by_id, _, source = source.partition("else")
             assert "if new.user_id is null then" in by_id, "only an insert without user_id is looked up by id"
         assert unrouted(source) == [], f["proname"]
+
+
+def test_views_join_tenant_tables_on_user_id(catalog):
+    """A view over several tenant tables (conversation_overview: messages, summaries and the board
+    per conversation) joins each on user_id as well, so a query through it stays on one node."""
+    views = catalog.execute("""
+        select c.oid::regclass::text as name, pg_get_viewdef(c.oid) as sql
+          from pg_class c where c.relkind = 'v' and c.relnamespace = 'memctx'::regnamespace""").fetchall()
+    assert "memctx.conversation_overview" in {v["name"] for v in views}
+    for view in views:
+        assert unrouted(view["sql"], joins_only=True) == [], view["name"]
 
 
 def test_an_insert_names_a_conversation_of_its_user(app, database_url):
