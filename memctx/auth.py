@@ -2,10 +2,10 @@
 
 Owns: reading an `Authorization: Bearer <credential>` header and deciding whose it is, for every
 door (the HTTP API, the MCP server over HTTP and stdio); the doors turn `Unauthorized` into their
-own refusal. The credential is a
-memctx API key (`mck_…`, looked up by its hash with the owner's pool: the only query here that
-runs before the caller is known) or a Supabase JWT: HS256 with `MEMCTX_JWT_SECRET`, or RS256 /
-ES256 checked against the keys at `MEMCTX_JWT_JWKS_URL`. `exp`, `aud` and a UUID `sub` are
+own refusal. It knows no web framework. The credential is a memctx API key (`mck_…`, looked up by
+its hash with the owner's pool: the only query here that runs before the caller is known) or a
+Supabase JWT: HS256 with `MEMCTX_JWT_SECRET`, or RS256 / ES256 checked against the keys at
+`MEMCTX_JWT_JWKS_URL`. `exp`, `aud` and a UUID `sub` are
 required. Anything else is `Unauthorized`, which a door answers without a detail of why. Handlers
 get a `Caller` whose `app` is `App.for_user(...)`: every query of theirs runs under RLS.
 """

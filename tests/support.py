@@ -8,6 +8,7 @@ import threading
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 from memctx.models import NewMessage
 from memctx.summarize.types import SummaryDraft
@@ -25,6 +26,16 @@ def as_user(database_url: str, user) -> psycopg.Connection:
     conn.execute("set role authenticated")
     conn.commit()  # session settings survive the rollbacks the tests do
     return conn
+
+
+def say_by_sql(app, conversation_id, texts, *, first: str = "user") -> None:
+    """`texts` inserted with plain SQL in one transaction, as any Postgres client would, the roles
+    alternating from `first` (the database derives nothing from memctx's own code)."""
+    second = "assistant" if first == "user" else "user"
+    msgs = [NewMessage.build(first if i % 2 == 0 else second, t) for i, t in enumerate(texts)]
+    with app.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+        cur.executemany("insert into memctx.messages (conversation_id, role, content, text) values (%s, %s, %s, %s)",
+                        [(conversation_id, m.role, Jsonb(m.blocks), m.text) for m in msgs])
 
 
 def row_counts(conn) -> dict[str, int]:

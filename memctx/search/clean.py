@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from memctx.tokens import TokenCounter
-from memctx.words import split_sentences
+from memctx.words import split_sentences, words
 
 DROP_TAGS = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed", "nav",
              "header", "footer", "aside", "form", "button", "input", "select", "textarea", "dialog", "menu")
@@ -29,7 +29,6 @@ BOILERPLATE = {"cookie", "cookies", "consent", "gdpr", "banner", "newsletter", "
 KEEP_TAGS = {"html", "body", "main", "article"}
 BLOCKS = "h1, h2, h3, h4, h5, h6, p, li, blockquote, pre, dt, dd, figcaption, td"
 _SPACE = re.compile(r"\s+")
-_SPLIT_WORDS = re.compile(r"[\s_-]+")
 MIN_MAIN_CHARS = 200  # a <main> or <article> shorter than this is a teaser, not the content
 
 
@@ -70,8 +69,8 @@ def _drop_boilerplate(tree: LexborHTMLParser) -> None:
     for node in tree.css("[class], [id]"):
         if node.tag in KEEP_TAGS:
             continue
-        words = set(_SPLIT_WORDS.split(f"{node.attributes.get('class') or ''} {node.attributes.get('id') or ''}".lower()))
-        if words & BOILERPLATE:
+        named = f"{node.attributes.get('class') or ''} {node.attributes.get('id') or ''}".lower()
+        if (set(named.split()) | set(words(named))) & BOILERPLATE:  # "sr-only" whole, "cookie-banner" by word
             node.decompose()
 
 

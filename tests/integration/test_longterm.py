@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from psycopg.types.json import Jsonb
-
 from memctx.pipeline import longterm
-from memctx.models import NewMessage
 from memctx.store import DEFAULT_USER
+from support import say_by_sql
 
 USER = DEFAULT_USER
 TRIP = ["I am planning a trip to Lisbon with my partner Tomás in May.",
@@ -20,16 +18,9 @@ TRIP = ["I am planning a trip to Lisbon with my partner Tomás in May.",
         "What is the weather like in Lisbon in May?"]
 
 
-def _say(app, conversation_id, texts):
-    with app.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-        msgs = [NewMessage.build("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts)]
-        cur.executemany("insert into memctx.messages (conversation_id, role, content, text) values (%s, %s, %s, %s)",
-                        [(conversation_id, m.role, Jsonb(m.blocks), m.text) for m in msgs])
-
-
 def test_close_writes_a_searchable_long_term_summary_and_marks_the_conversation_closed(app):
     conv = app.store.create_conversation(USER, title="Lisbon trip")
-    _say(app, conv.id, TRIP)
+    say_by_sql(app, conv.id, TRIP)
     summary = longterm.close_conversation(app, USER, conv.id, explicit=True)
     assert "Lisbon" in summary.summary and summary.last_seq == 7 and summary.first_seq == 1
     assert summary.token_count <= app.settings.board_length
@@ -44,7 +35,7 @@ def test_close_writes_a_searchable_long_term_summary_and_marks_the_conversation_
 
 def test_new_conversation_gets_a_continuity_note_of_the_last_one(app):
     old = app.store.create_conversation(USER, title="Lisbon trip")
-    _say(app, old.id, TRIP)
+    say_by_sql(app, old.id, TRIP)
     longterm.close_conversation(app, USER, old.id)
     new = app.store.create_conversation(USER, title="next chat")
 
@@ -58,9 +49,9 @@ def test_new_conversation_gets_a_continuity_note_of_the_last_one(app):
 
 def test_closing_again_after_more_messages_rewrites_the_summary(app):
     conv = app.store.create_conversation(USER)
-    _say(app, conv.id, TRIP[:3])
+    say_by_sql(app, conv.id, TRIP[:3])
     first = longterm.close_conversation(app, USER, conv.id)
-    _say(app, conv.id, TRIP[3:])
+    say_by_sql(app, conv.id, TRIP[3:])
     second = longterm.close_conversation(app, USER, conv.id)
     assert (first.last_seq, second.last_seq) == (3, 7)
     with app.pool.connection() as conn:

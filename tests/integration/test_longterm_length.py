@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from psycopg.types.json import Jsonb
-
 from memctx import providers
-from memctx.models import NewMessage
 from memctx.pipeline import longterm
 from memctx.pipeline.catchup import live_chain
 from memctx.store import DEFAULT_USER
-from support import Verbose
+from support import Verbose, say_by_sql
 
 USER = DEFAULT_USER
 BAKERY = ["You are a concise assistant for a small bakery's inventory.",
@@ -21,16 +18,9 @@ BAKERY = ["You are a concise assistant for a small bakery's inventory.",
           "I'll add it to the action list: order 10 kg of butter from Laticínios Serra on Wednesday."]
 
 
-def _say(app, conversation_id, texts):
-    with app.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-        msgs = [NewMessage.build("user" if i % 2 else "assistant", t) for i, t in enumerate(texts)]
-        cur.executemany("insert into memctx.messages (conversation_id, role, content, text) values (%s, %s, %s, %s)",
-                        [(conversation_id, m.role, Jsonb(m.blocks), m.text) for m in msgs])
-
-
 def _closed_against_chain(app, summarizer=None):
     conv = app.store.create_conversation(USER, title="bakery")
-    _say(app, conv.id, BAKERY)
+    say_by_sql(app, conv.id, BAKERY, first="assistant")
     summary = longterm.close_conversation(app, USER, conv.id, summarizer)
     return summary, sum(c.token_count for c in live_chain(app, USER, conv.id))
 

@@ -238,6 +238,16 @@ def test_no_search_when_the_rules_say_no_and_a_failing_engine_never_fails_the_co
     assert not [s for s in wc.sources if s.kind == "external"] and wc.messages[-1]["role"] == "user"
 
 
+def test_users_share_one_web_search_and_keep_their_own_cache(web, database_url, embedder):
+    """Engines, fetcher and HTTP clients are built once per App, not once per user it serves."""
+    from memctx.assemble import assembler_for
+
+    with open_app(_settings(database_url, web), embedder=embedder) as memctx_app:
+        alice, bob = (assembler_for(memctx_app.for_user(uuid.uuid4())).external for _ in range(2))
+        assert alice.chain is bob.chain is memctx_app.web.chain and alice.fetcher is bob.fetcher
+        assert alice.cache.pool is not bob.cache.pool  # each user's cache rows under their own RLS
+
+
 def test_off_by_default(app):
     assert app.settings.search_engines == [] and WebSearch.from_settings(app.settings, app.counter) is None
 

@@ -110,6 +110,13 @@ def test_cleaning_keeps_the_article_and_drops_the_page_around_it():
     assert not any(x in blog.text for x in ("Free shipping", "10% off", "Categories", "Rex", "Tweet", "WordPress"))
 
 
+def test_boilerplate_is_known_by_a_whole_class_name_or_a_word_of_one():
+    html = ('<main><p>The release notes list asynchronous I/O.</p><span class="sr-only">Opens in a new tab</span>'
+            '<div id="cookie_banner">We use cookies.</div><p class="visually-hidden">Skip</p></main>')
+    text = clean_html(html, "u", get_counter("cl100k_base"), 200).text
+    assert text == "The release notes list asynchronous I/O."
+
+
 def test_cleaned_text_is_cut_on_a_sentence_to_the_token_cap():
     counter = get_counter("cl100k_base")
     page = clean_html((WEB / "news-article.html").read_text(), "u", counter, 60)
