@@ -2,8 +2,9 @@
 
 Owns: applying `migrations/NNNN_name.sql` (each in its own transaction, under an advisory lock
 so two processes never migrate at once), recording them in `memctx.schema_migrations` with a
-checksum (an applied file that later changed is an error), and fixing the embedding space for
-the configured embedder. The migration files are the only source of schema truth.
+checksum (an applied file that later changed is an error, but for the earlier texts listed in
+EARLIER_CHECKSUMS), and fixing the embedding space for the configured embedder. The migration
+files are the only source of schema truth.
 """
 
 from __future__ import annotations
@@ -37,6 +38,17 @@ create table if not exists memctx.schema_migrations (
   applied_at timestamptz not null default now()
 );
 """
+
+
+# Checksums of earlier texts of applied migrations whose comments alone were reworded since: a
+# database that recorded one of them is up to date, and its record is moved to today's text.
+# Nothing else may change in an applied migration.
+EARLIER_CHECKSUMS: dict[int, frozenset[str]] = {
+    11: frozenset({"2ce59252cdf7e30222ff78a002bbb08031c5468bb771206ecd60b91b6eaeb44a"}),
+    14: frozenset({"b579d3c1242e0871ba0a4d97c9a9b10f312a51341c05072b78b24db7817eb038"}),
+    16: frozenset({"22ad769ef66ac6a9f9e962e4ddf6277d13dc270e382aa6b4c712b544c533bbd5"}),
+    17: frozenset({"33626d9242984c8a210958e037a7f3b3c1820425e2875ec8f31614eccf3356da"}),
+}
 
 
 class MigrationError(RuntimeError):
@@ -91,7 +103,11 @@ def migrate(conn: psycopg.Connection, directory: Path = MIGRATIONS_DIR) -> list[
             done = []
             for m in migrations:
                 if m.version in applied:
-                    if applied[m.version] != m.checksum:
+                    if applied[m.version] in EARLIER_CHECKSUMS.get(m.version, ()):
+                        with conn.transaction():
+                            conn.execute("update memctx.schema_migrations set checksum = %s where version = %s",
+                                         (m.checksum, m.version))
+                    elif applied[m.version] != m.checksum:
                         raise MigrationError(f"migration {m.path.name} changed after it was applied")
                     continue
                 with conn.transaction():

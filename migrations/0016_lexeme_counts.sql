@@ -1,5 +1,5 @@
 -- memctx 0016: each conversation counts its messages' lexemes, so BM25's mean length is read,
--- not computed per search (issue 12).
+-- not computed per search.
 --
 -- BM25 weighs a turn's matches by its length against the mean length of the scope's turns. The
 -- search took that mean from every turn's tsvector, and a message's row passes the 2 kB TOAST

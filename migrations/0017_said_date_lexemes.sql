@@ -1,4 +1,4 @@
--- memctx 0017: the day a message was said, in its full-text index (issue 12).
+-- memctx 0017: the day a message was said, in its full-text index.
 --
 -- A question that names a date ("What did Maria donate to the shelter in December 2023?", "on 3
 -- June, 2023") most often means the day the turn was said, which its text never says: on the

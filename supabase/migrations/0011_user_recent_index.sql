@@ -1,4 +1,4 @@
--- memctx 0011: the latest messages of a user, through an index (issue 13).
+-- memctx 0011: the latest messages of a user, through an index.
 --
 -- A user-wide search ranks the user's most recent turns (the recency list of `search_user`) and
 -- may limit itself to a time range. With only (user_id, conversation_id, seq) to read them by,

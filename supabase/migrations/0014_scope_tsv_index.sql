@@ -1,4 +1,4 @@
--- memctx 0014: a user's or a conversation's full-text matches through one index (issue 13).
+-- memctx 0014: a user's or a conversation's full-text matches through one index.
 --
 -- Past the exact scan, the full-text list reads each query term's matches among the scope's
 -- messages (`search_lexical_bounded` in memctx/sql/retrieve.sql). With 0001's GIN on tsv alone,

@@ -68,6 +68,27 @@ def test_a_changed_applied_migration_is_an_error(empty_db, tmp_path):
             migrate(conn, tmp_path)
 
 
+def test_a_database_that_recorded_an_earlier_text_of_a_reworded_migration_is_up_to_date(database_url):
+    """Migrations whose comments alone were reworded after release: a database migrated with the
+    earlier text keeps working, and its record moves to today's text; any other checksum is still
+    refused."""
+    from memctx.migrate import EARLIER_CHECKSUMS, discover
+
+    version = min(EARLIER_CHECKSUMS)
+    (earlier,) = EARLIER_CHECKSUMS[version]
+    today = next(m for m in discover() if m.version == version).checksum
+    with _conn(database_url) as conn:
+        conn.execute("update memctx.schema_migrations set checksum = %s where version = %s", (earlier, version))
+        conn.commit()
+        assert migrate(conn) == []
+        assert conn.execute("select checksum from memctx.schema_migrations where version = %s",
+                            (version,)).fetchone()["checksum"] == today
+        conn.execute("update memctx.schema_migrations set checksum = 'other' where version = %s", (version,))
+        conn.commit()
+        with pytest.raises(MigrationError, match="changed after it was applied"):
+            migrate(conn)
+
+
 class OtherSpace:
     """An embedder of another model and dimension; startup must refuse it before embedding anything."""
 
