@@ -15,6 +15,7 @@ from memctx.tokens import TokenCounter
 
 PER_MESSAGE = 3
 REPLY_PRIMING = 3
+MIN_MESSAGE_TOKENS = PER_MESSAGE + 1  # a message's least cost: "user" and "assistant" are one token each
 
 T = TypeVar("T")
 

@@ -65,7 +65,7 @@ def test_memories_are_relevant_ordered_and_sourced(app):
 
 def test_memory_turns_sit_under_one_header_per_session_and_sources_follow_the_lines(app):
     user = uuid.uuid4()
-    conv = _conversation(app, user)
+    conv = _conversation(app, user, turns=120)  # longer than the budget: compressed
     wc = get_working_context(app, conv.id, "How did the pottery class and the hiking trip go?", 3000, user=user)
     memory_msg = next(m for m in wc.messages if m["content"].startswith("Relevant memories"))
     lines = memory_msg["content"].splitlines()[1:]
@@ -83,9 +83,9 @@ def test_memory_turns_sit_under_one_header_per_session_and_sources_follow_the_li
 
 def test_works_without_summaries_and_uses_them_when_they_exist(app):
     user = uuid.uuid4()
-    conv = _conversation(app, user)
+    conv = _conversation(app, user, turns=120)  # longer than the budget: compressed
     bare = get_working_context(app, conv.id, "How was the jazz concert?", 2000, user=user)
-    assert not [s for s in bare.sources if s.kind in ("summary", "board")]
+    assert not [s for s in bare.sources if s.kind in ("summary", "board") and s.detail != "compressed"]
     messages = app.store.list_messages(user, conv.id)
     with app.pool.connection() as conn:
         conn.execute("insert into memctx.summaries (conversation_id, user_id, level, is_master, content, source_kind,"
@@ -127,7 +127,7 @@ def _summaries_and_board(app, user, conv, messages):
 
 def test_shares_are_targets_what_memories_leave_goes_to_the_current_context(app):
     user = uuid.uuid4()
-    conv = _conversation(app, user)
+    conv = _conversation(app, user, turns=120)  # longer than the budget: compressed
     summary, board, facts = _summaries_and_board(app, user, conv, app.store.list_messages(user, conv.id))
     wc = get_working_context(app, conv.id, "zqxv wpmb krtl?", 2000, user=user)
     memories = next(s for s in wc.sections if s.name == "memories")
