@@ -25,6 +25,7 @@ from memctx.assemble.budget import (MIN_MESSAGE_TOKENS, BudgetTooSmall, CachedCo
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
 from memctx.assemble.memories import fill_memories
 from memctx.assemble.render import external_block, external_section
+from memctx.assemble.repeats import keys
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.retrieve.search import MemorySearch, SearchOptions
 from memctx.retrieve.types import Memory
@@ -134,7 +135,8 @@ class ContextAssembler:
             memory_budget = available - current_tokens - external_tokens
             timings["external"] = _ms(t0)
         shown = {str(t["id"]) for t in items.turns}
-        recalled = fill_memories(memories, shown, memory_budget, self.counter)
+        recalled = fill_memories(memories, shown | said_already(memories, _said(items.turns)), memory_budget,
+                                 self.counter)
         # Shares are targets, not walls: what the current context leaves goes to the memories
         # (memory_budget above), and what the memories leave goes back to the current context
         # before anything of it stays dropped. (Recent turns are never memory hits, so a wider
@@ -146,6 +148,12 @@ class ContextAssembler:
                 current_share, memory_budget = wider, recalled.tokens
                 items, cuts, current_messages, current_tokens = refit
         cuts += recalled.cuts
+        # Each thing once: the summaries and board lines leave out what the turns shown say.
+        said = _said(items.turns) | (keys(recalled.message["content"]) if recalled.message else set())
+        items.say_once(said, {str(t["id"]) for t in items.turns}
+                       | {str(s.id) for s in recalled.sources if s.kind == "message"})
+        current_messages = items.messages()
+        current_tokens = sum(message_tokens(self.counter, m["role"], m["content"]) for m in current_messages)
         messages = [system, *external_messages, *([recalled.message] if recalled.message else []), *current_messages, ask]
         total = messages_tokens(self.counter, messages)
         assert total <= budget, f"assembled {total} tokens over the budget of {budget}"
@@ -188,7 +196,8 @@ class ContextAssembler:
                 min(int((budget - fixed) * opts.external_share), room))
             timings["external"] = _ms(t0)
         others = [m for m in memories if m.conversation_id != conversation] if opts.scope == "user" else []
-        recalled = fill_memories(others, {str(t["id"]) for t in history.turns}, room - external_tokens, self.counter)
+        shown = {str(t["id"]) for t in history.turns} | said_already(others, _said(history.turns))
+        recalled = fill_memories(others, shown, room - external_tokens, self.counter)
         cuts += recalled.cuts
         messages = [system, *external_messages, *([recalled.message] if recalled.message else []),
                     *history.messages, ask]
@@ -340,6 +349,23 @@ def whole_history(rows: Sequence[Mapping[str, Any]]) -> History | None:
     if len(turns) < count:
         return None
     return History(turns, [{"role": _chat_role(t["role"]), "content": t["content"]} for t in turns])
+
+
+def _said(turns: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The sentences (`repeats.keys`) the turns say."""
+    return {k for t in turns for k in keys(t["content"])}
+
+
+def said_already(memories: Sequence[Memory], said: set[str]) -> set[str]:
+    """The ids of the memories' turns whose every sentence of five words or more `said` holds:
+    showing them again would add nothing."""
+    out: set[str] = set()
+    for memory in memories:
+        for fragment in memory.fragments:
+            ks = keys(fragment.text)
+            if ks and ks <= said:
+                out.add(str(fragment.id))
+    return out
 
 
 def _chat_role(role: str) -> str:

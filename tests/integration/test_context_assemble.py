@@ -112,8 +112,10 @@ def test_works_without_summaries_and_uses_them_when_they_exist(app):
 def _summaries_and_board(app, user, conv, messages):
     """A level-2 summary of ~165 tokens, a board summary of ~210 and key facts of ~115, as in the
     report of a 2,000-token context that used 247 tokens and dropped all three."""
-    summary = "SUMMARY: " + "Ana and Ben planned the pottery class, the hike and the budget review. " * 11
-    board = "BOARD: " + "A long chat about hobbies, pets, travel plans and family news this spring. " * 14
+    summary = "SUMMARY: " + "".join(f"Ana and Ben planned pottery class {i}, the hike and the budget review. "
+                                    for i in range(11))
+    board = "BOARD: " + "".join(f"A long chat number {i} about hobbies, pets, travel plans and family news. "
+                                for i in range(14))
     facts = [f"FACT {i}: Rex the border collie learned trick number {i}." for i in range(8)]
     with app.pool.connection() as conn:
         conn.execute("insert into memctx.summaries (conversation_id, user_id, level, content, source_kind,"

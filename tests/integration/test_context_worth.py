@@ -10,29 +10,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memctx.assemble import ContextOptions, assembler_for, messages_tokens
+from memctx.assemble.repeats import repeated_sentences
 from memctx.models import NewMessage
 from memctx.pipeline.catchup import catch_up
+from support import TRIP
 
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
 
-TRIP = [
-    ("user", "Priya", "Hi! We are planning five days in Lisbon with my partner Tomás in late May."),
-    ("assistant", "Guide", "Lovely plan. Late May is warm but not yet crowded in Lisbon."),
-    ("user", "Priya", "Tomás is vegetarian, and I don't eat shellfish."),
-    ("assistant", "Guide", "Noted: vegetarian dishes for Tomás and no shellfish for you."),
-    ("user", "Priya", "We land on 24 May at 9:40 and fly home on 29 May."),
-    ("assistant", "Guide", "That gives you five nights and four full days in the city."),
-    ("user", "Priya", "Our budget is 1,500 euros for the two of us, flights already paid."),
-    ("assistant", "Guide", "At that budget a guesthouse in Graça at 110 euros a night works well."),
-    ("user", "Priya", "I'll buy the Pena Palace tickets tonight."),
-    ("assistant", "Guide", "Good idea: the morning slots at Pena Palace sell out first."),
-    ("user", "Priya", "Actually, we land on 25 May, not 24 — I misread the booking."),
-    ("assistant", "Guide", "Thanks for the correction: arrival on 25 May, so four nights."),
-    ("user", "Priya", "Sorry, the budget is 2,000 euros now that my bonus came in."),
-    ("assistant", "Guide", "With 2,000 euros you could add a fado dinner in Alfama."),
-    ("user", "Priya", "Tomás's birthday is on 28 May, so one dinner should be special."),
-    ("assistant", "Guide", "A vegetarian tasting menu in Príncipe Real would suit his birthday."),
-]
 
 
 def _trip(app, user, *, turns=TRIP, name="trip", repeat: int = 1):
@@ -61,6 +45,7 @@ def test_a_history_that_fits_is_the_context_verbatim_in_order(app, budget):
                            {"role": "user", "content": query}]
     assert wc.tokens == messages_tokens(app.counter, wc.messages)
     assert [s.seq for s in wc.sources] == list(range(1, len(TRIP) + 1))
+    assert repeated_sentences(wc.messages) == 0
 
 
 def test_past_compress_at_the_history_is_compressed(app):
@@ -102,3 +87,12 @@ def test_the_setting_reaches_the_assembler(settings):
     assert ContextOptions.from_settings(settings).compress_at == settings.compress_at == 0.8
     assert ContextOptions.from_settings(settings.model_copy(update={"compress_at": 0.5})).compress_at == 0.5
 
+
+@pytest.mark.parametrize("budget", [250, 400, 1000, 4000])
+def test_each_thing_is_said_once(app, budget):
+    user = uuid.uuid4()
+    conv = _trip(app, user, repeat=4)
+    catch_up(app, user, conv.id)
+    for query in ("Which restaurants should we book for dinner?", "When do we land and what is the budget?"):
+        wc = assembler_for(app).get_working_context(user, conv.id, query, budget)
+        assert repeated_sentences(wc.messages) == 0, wc.text
