@@ -137,13 +137,13 @@ def _print_prefixes(results: dict) -> None:
                      "with system prompt and query; over: contexts costing more than it; repeated: sentences of "
                      "five words or more said twice in one context")
     for column in ("turns", "budget", "questions", "evidence recall", "mean tokens", "mean history", "over",
-                   "verbatim", "repeated"):
+                   "verbatim", "repeated", "repeated (compressed)"):
         table.add_column(column)
     for n, per in results["prefixes"].items():
         for budget, r in per.items():
             table.add_row(n, budget, str(r["questions"]), _fmt(r["evidence_recall"]), f"{r['mean_tokens'] or 0:.0f}",
                           f"{r['mean_history_tokens'] or 0:.0f}", str(r["tokens_over_history"]), str(r["verbatim"]),
-                          _fmt(r["repeated_share"]))
+                          _fmt(r["repeated_share"]), _fmt(r["repeated_share_compressed"]))
     Console().print(table)
 
 

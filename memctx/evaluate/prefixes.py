@@ -6,7 +6,9 @@ evidence turn lies inside it. Per prefix length and budget it reports the pooled
 of categories 1–4, the tokens used against the prefix's full history (system prompt, every turn
 as a chat message, the query: what a client without memctx sends), the contexts that cost more
 than that history (the target is none), those sent verbatim, and the share of sentences of five
-words or more said twice in one context. `plot_prefixes` draws tokens used against history.
+words or more said twice in one context, overall and over the contexts that were not the history
+verbatim (a history may repeat itself; a compressed context still quotes two turns whole when
+both say "Your kind words mean a lot."). `plot_prefixes` draws tokens used against history.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class _PrefixTally:
     repeated: int = 0
     sentences: int = 0
     verbatim: int = 0
+    repeated_compressed: int = 0  # the same, over the contexts that were not the history verbatim
+    sentences_compressed: int = 0
 
     def summary(self) -> dict[str, Any]:
         over = sum(u > h for u, h in zip(self.used, self.history))
@@ -47,6 +51,8 @@ class _PrefixTally:
                 "tokens_over_history": over, "verbatim": self.verbatim,
                 "repeated_sentences": self.repeated, "sentences": self.sentences,
                 "repeated_share": round(self.repeated / self.sentences, 4) if self.sentences else None,
+                "repeated_share_compressed": round(self.repeated_compressed / self.sentences_compressed, 4)
+                if self.sentences_compressed else None,
                 "points": [[h, u] for h, u in zip(self.history, self.used)]}
 
 
@@ -101,9 +107,13 @@ def _add(tally: _PrefixTally, q: Question, messages: Sequence[Mapping[str, str]]
          texts: Mapping[str, str]) -> None:
     tally.used.append(tokens)
     tally.history.append(full)
+    repeated, said = repeated_sentences(messages), sentence_count(messages)
     tally.verbatim += tokens == full
-    tally.repeated += repeated_sentences(messages)
-    tally.sentences += sentence_count(messages)
+    tally.repeated += repeated
+    tally.sentences += said
+    if tokens != full:
+        tally.repeated_compressed += repeated
+        tally.sentences_compressed += said
     found = evidence_found("\n".join(m["content"] for m in messages), q.evidence, texts)
     if found is not None and q.category in POOLED_CATEGORIES:
         tally.found, tally.gold = tally.found + found[0], tally.gold + found[1]
