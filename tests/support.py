@@ -114,3 +114,25 @@ def seen_state(app, user, conversation_id):
                                              for i in board.section(name)] for name in board.items},
                       board.message_count, board.last_seq, board.entity_counts, board.topic_counts)
     return [(c.kind, c.level, c.is_master, c.first_seq, c.last_seq, c.text, c.token_count) for c in chain], seen
+
+
+# A 16-turn trip-planning chat (Priya and a guide), with two corrections: landing on 24 → 25 May,
+# a budget of 1,500 → 2,000 euros. (role, speaker, text)
+TRIP = [
+    ("user", "Priya", "Hi! We are planning five days in Lisbon with my partner Tomás in late May."),
+    ("assistant", "Guide", "Lovely plan. Late May is warm but not yet crowded in Lisbon."),
+    ("user", "Priya", "Tomás is vegetarian, and I don't eat shellfish."),
+    ("assistant", "Guide", "Noted: vegetarian dishes for Tomás and no shellfish for you."),
+    ("user", "Priya", "We land on 24 May at 9:40 and fly home on 29 May."),
+    ("assistant", "Guide", "That gives you five nights and four full days in the city."),
+    ("user", "Priya", "Our budget is 1,500 euros for the two of us, flights already paid."),
+    ("assistant", "Guide", "At that budget a guesthouse in Graça at 110 euros a night works well."),
+    ("user", "Priya", "I'll buy the Pena Palace tickets tonight."),
+    ("assistant", "Guide", "Good idea: the morning slots at Pena Palace sell out first."),
+    ("user", "Priya", "Actually, we land on 25 May, not 24 — I misread the booking."),
+    ("assistant", "Guide", "Thanks for the correction: arrival on 25 May, so four nights."),
+    ("user", "Priya", "Sorry, the budget is 2,000 euros now that my bonus came in."),
+    ("assistant", "Guide", "With 2,000 euros you could add a fado dinner in Alfama."),
+    ("user", "Priya", "Tomás's birthday is on 28 May, so one dinner should be special."),
+    ("assistant", "Guide", "A vegetarian tasting menu in Príncipe Real would suit his birthday."),
+]

@@ -10,7 +10,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Generic, Iterable, TypeVar
 
-from memctx.tokens import TokenCounter
+from memctx.tokens import PER_MESSAGE, TokenCounter
+
+MIN_MESSAGE_TOKENS = PER_MESSAGE + 1  # a message's least cost: "user" and "assistant" are one token each
 
 T = TypeVar("T")
 

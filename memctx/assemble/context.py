@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Mapping, Protocol, Sequence
 from uuid import UUID
@@ -20,10 +20,11 @@ from weakref import WeakKeyDictionary
 
 from psycopg_pool import ConnectionPool
 
-from memctx.assemble.budget import BudgetTooSmall, CachedCounter, shares
+from memctx.assemble.budget import MIN_MESSAGE_TOKENS, BudgetTooSmall, CachedCounter, shares
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
 from memctx.assemble.memories import fill_memories
 from memctx.assemble.render import external_block, external_section
+from memctx.assemble.repeats import keys
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.retrieve.search import MemorySearch, SearchOptions
 from memctx.retrieve.types import Memory
@@ -46,12 +47,14 @@ class ContextOptions:
     memory_candidates: int = 120  # memories considered when filling the memory section
     scope: Literal["conversation", "user"] = "conversation"
     external_share: float = 0.2  # of the tokens left after system prompt and query, when external search is on
+    compress_at: float = 0.8  # the whole history verbatim while it (with system prompt and query) fits this share
 
     @classmethod
     def from_settings(cls, settings: Any) -> "ContextOptions":
         return cls(enabled=settings.context_enabled, status_quo_messages=settings.context_status_quo_messages,
                    current_share=settings.context_current_share, recent_turns=settings.context_recent_turns,
-                   system_prompt=settings.context_system_prompt, external_share=settings.search_context_share)
+                   system_prompt=settings.context_system_prompt, external_share=settings.search_context_share,
+                   compress_at=settings.compress_at)
 
 
 class ExternalSearch(Protocol):
@@ -107,8 +110,16 @@ class ContextAssembler:
         # endpoint and the database all release the GIL).
         searching = _SEARCHES.submit(self._search, user, conversation if opts.scope == "conversation" else None,
                                      ask["content"], sopts)
-        rows = self._current_rows(user, conversation, opts.recent_turns)
+        # Every turn is read when the whole history may fit the budget: then it is what the
+        # client would have sent, the measure no context may pass.
+        rows = self._current_rows(user, conversation, opts.recent_turns, history_tokens=available)
         timings["current_sql"] = _ms(started)
+        history = whole_history(rows)
+        if history is not None:
+            history_tokens = sum(message_tokens(self.counter, m["role"], m["content"]) for m in history.messages)
+            if fixed + history_tokens <= opts.compress_at * budget:
+                return self._verbatim(user, conversation, system, ask, budget, fixed, history, history_tokens,
+                                      opts, searching, timings, started)
         items, cuts, current_messages, current_tokens = self._fit_current(rows, opts, current_share)
         # External results get their share first; what they leave flows to the memories below.
         external_budget = min(int(available * opts.external_share), available - current_tokens) if self.external else 0
@@ -117,17 +128,14 @@ class ContextAssembler:
         report, external_messages, external_sources, external_tokens = None, [], [], 0
         if self.external is not None:
             t0 = time.perf_counter()
-            report = self.external.external(
-                ask["content"], user=user, people=self.search.speakers(user, conversation),
-                known="\n".join([*(m["content"] for m in current_messages), *(m.text for m in memories)]),
-                memories=[m.text for m in memories])
-            external_messages, external_sources, external_tokens, external_cuts = self._external(report,
-                                                                                               external_budget)
+            report, external_messages, external_sources, external_tokens, external_cuts = self._search_external(
+                user, conversation, ask, [m["content"] for m in current_messages], memories, external_budget)
             cuts += external_cuts
             memory_budget = available - current_tokens - external_tokens
             timings["external"] = _ms(t0)
         shown = {str(t["id"]) for t in items.turns}
-        recalled = fill_memories(memories, shown, memory_budget, self.counter)
+        recalled = fill_memories(memories, shown | said_already(memories, _said(items.turns)), memory_budget,
+                                 self.counter)
         # Shares are targets, not walls: what the current context leaves goes to the memories
         # (memory_budget above), and what the memories leave goes back to the current context
         # before anything of it stays dropped. (Recent turns are never memory hits, so a wider
@@ -139,22 +147,87 @@ class ContextAssembler:
                 current_share, memory_budget = wider, recalled.tokens
                 items, cuts, current_messages, current_tokens = refit
         cuts += recalled.cuts
+        # Each thing once: the summaries and board lines leave out what the turns shown say.
+        said = _said(items.turns) | (keys(recalled.message["content"]) if recalled.message else set())
+        items.say_once(said, {str(t["id"]) for t in items.turns}
+                       | {str(s.id) for s in recalled.sources if s.kind == "message"})
+        current_messages = items.messages()
+        current_tokens = sum(message_tokens(self.counter, m["role"], m["content"]) for m in current_messages)
         messages = [system, *external_messages, *([recalled.message] if recalled.message else []), *current_messages, ask]
         total = messages_tokens(self.counter, messages)
         assert total <= budget, f"assembled {total} tokens over the budget of {budget}"
+        if history is not None and total > fixed + history_tokens:
+            # Never more than the status quo: the history itself is then the better context.
+            return self._verbatim(user, conversation, system, ask, budget, fixed, history, history_tokens, opts,
+                                  memories, timings, started)
         sections = [
-            SectionReport("system", message_tokens(self.counter, "system", system["content"]),
-                          message_tokens(self.counter, "system", system["content"]), 1),
+            self._fixed_section("system", system),
             SectionReport("external", external_budget, external_tokens, len(external_sources)),
             SectionReport("memories", memory_budget, recalled.tokens, len(recalled.sources)),
             SectionReport("current", current_share, current_tokens, len(current_messages)),
-            SectionReport("query", message_tokens(self.counter, "user", ask["content"]),
-                          message_tokens(self.counter, "user", ask["content"]), 1),
+            self._fixed_section("query", ask),
         ]
         sources = external_sources + recalled.sources + items.sources(conversation)
         timings["total"] = _ms(started)
         return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total, sections=sections,
                               sources=sources, cuts=cuts, timings_ms=timings, external=report)
+
+    def _verbatim(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
+                  history: "History", history_tokens: int, opts: ContextOptions,
+                  searching: "Future[tuple[list[Memory], float]] | list[Memory]", timings: dict[str, float],
+                  started: float) -> WorkingContext:
+        """The whole history verbatim and in order between the system prompt and the query. In the
+        room the budget leaves, only what the history cannot hold: external results when the
+        search fires, and with user scope memories of the user's other conversations."""
+        if isinstance(searching, list):
+            memories = searching
+        elif opts.scope == "user" or self.external is not None:
+            memories, timings["search"] = searching.result()
+        else:
+            searching.cancel()  # the history holds every memory of this conversation
+            memories = []
+        room = budget - fixed - history_tokens
+        report, external_messages, external_sources, external_tokens, cuts = None, [], [], 0, []
+        if self.external is not None:
+            t0 = time.perf_counter()
+            report, external_messages, external_sources, external_tokens, cuts = self._search_external(
+                user, conversation, ask, [m["content"] for m in history.messages], memories,
+                min(int((budget - fixed) * opts.external_share), room))
+            timings["external"] = _ms(t0)
+        others = [m for m in memories if m.conversation_id != conversation] if opts.scope == "user" else []
+        shown = {str(t["id"]) for t in history.turns} | said_already(others, _said(history.turns))
+        recalled = fill_memories(others, shown, room - external_tokens, self.counter)
+        cuts += recalled.cuts
+        messages = [system, *external_messages, *([recalled.message] if recalled.message else []),
+                    *history.messages, ask]
+        total = messages_tokens(self.counter, messages)
+        assert total <= budget, f"assembled {total} tokens over the budget of {budget}"
+        sections = [
+            self._fixed_section("system", system),
+            SectionReport("external", external_tokens, external_tokens, len(external_sources)),
+            SectionReport("memories", room - external_tokens, recalled.tokens, len(recalled.sources)),
+            SectionReport("current", history_tokens, history_tokens, len(history.messages)),
+            self._fixed_section("query", ask),
+        ]
+        sources = [*external_sources, *recalled.sources,
+                   *(Source(kind="message", id=t["id"], section="current", external_id=t["external_id"],
+                            conversation_id=conversation, seq=t["last_seq"]) for t in history.turns)]
+        timings["total"] = _ms(started)
+        return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total, sections=sections,
+                              sources=sources, cuts=cuts, timings_ms=timings, external=report)
+
+    def _fixed_section(self, name: str, message: dict[str, str]) -> SectionReport:
+        tokens = message_tokens(self.counter, message["role"], message["content"])
+        return SectionReport(name, tokens, tokens, 1)
+
+    def _search_external(self, user: UUID, conversation: UUID, ask: dict, known: Sequence[str],
+                         memories: Sequence[Memory], budget: int
+                         ) -> tuple[SearchReport, list[dict[str, str]], list[Source], int, list[Cut]]:
+        """The external search's report and the results of it that fit `budget`."""
+        report = self.external.external(
+            ask["content"], user=user, people=self.search.speakers(user, conversation),
+            known="\n".join([*known, *(m.text for m in memories)]), memories=[m.text for m in memories])
+        return (report, *self._external(report, budget))
 
     def _fit_current(self, rows: Sequence[Mapping[str, Any]], opts: ContextOptions, share: int, *,
                      refill: bool = False) -> tuple[CurrentItems, list[Cut], list[dict[str, str]], int]:
@@ -170,10 +243,14 @@ class ContextAssembler:
         started = time.perf_counter()
         return self.search.search(user, query, conversation, options=options), _ms(started)
 
-    def _current_rows(self, user: UUID, conversation: UUID, recent: int) -> list[dict[str, Any]]:
+    def _current_rows(self, user: UUID, conversation: UUID, recent: int, *,
+                      history_tokens: int = 0) -> list[dict[str, Any]]:
+        """The current context's rows: the last `recent` turns, or every turn when the whole
+        history may cost at most `history_tokens` as chat messages."""
         with self.pool.connection() as conn:
-            rows = conn.execute(QUERIES["current_context"], {"user_id": user, "conversation_id": conversation,
-                                                             "recent_limit": recent}).fetchall()
+            rows = conn.execute(QUERIES["current_context"], {
+                "user_id": user, "conversation_id": conversation, "recent_limit": recent,
+                "history_limit": history_tokens // MIN_MESSAGE_TOKENS, "history_tokens": history_tokens}).fetchall()
         if not any(r["kind"] == "conversation" for r in rows):
             raise UnknownConversation(conversation)
         return rows
@@ -254,6 +331,40 @@ def pair_rank(rank: int | None, memory_share: int) -> int | None:
     if rank is None:
         return None
     return max(1, round(rank * min(1.0, memory_share / PAIR_FULL_SHARE)))
+
+
+@dataclass(frozen=True)
+class History:
+    """Every turn of a conversation, oldest first, and the same as chat messages."""
+
+    turns: list[Mapping[str, Any]]
+    messages: list[dict[str, str]]
+
+
+def whole_history(rows: Sequence[Mapping[str, Any]]) -> History | None:
+    """The conversation's every turn when the `current_context` rows hold them all, else None."""
+    count = next(r["message_count"] for r in rows if r["kind"] == "conversation")
+    turns = sorted((r for r in rows if r["kind"] == "message"), key=lambda r: r["last_seq"])
+    if len(turns) < count:
+        return None
+    return History(turns, [{"role": _chat_role(t["role"]), "content": t["content"]} for t in turns])
+
+
+def _said(turns: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The sentences (`repeats.keys`) the turns say."""
+    return {k for t in turns for k in keys(t["content"])}
+
+
+def said_already(memories: Sequence[Memory], said: set[str]) -> set[str]:
+    """The ids of the memories' turns whose every sentence of five words or more `said` holds:
+    showing them again would add nothing."""
+    out: set[str] = set()
+    for memory in memories:
+        for fragment in memory.fragments:
+            ks = keys(fragment.text)
+            if ks and ks <= said:
+                out.add(str(fragment.id))
+    return out
 
 
 def _chat_role(role: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 from uuid import UUID
 
 from memctx.assemble.render import current_section
+from memctx.assemble.repeats import keys, strip_said
 from memctx.assemble.types import Cut, Source
 from memctx.summarize.types import BoardItem
 from memctx.tokens import TokenCounter, message_tokens
@@ -29,6 +30,17 @@ def _texts(items: Any) -> list[str]:
     return [t for t in map(BoardItem.text_of, items or []) if t is not None]
 
 
+def _source_ids(items: Any) -> dict[str, frozenset[str]]:
+    """Each board line's source message ids, as text (the ids are only compared with the ids of
+    the turns in the context; a line without sources maps to an empty set)."""
+    out: dict[str, frozenset[str]] = {}
+    for item in items or []:
+        text = BoardItem.text_of(item)
+        if text is not None and isinstance(item, Mapping) and isinstance(item.get("sources"), list):
+            out[text] = frozenset(str(s["id"]) for s in item["sources"] if isinstance(s, Mapping) and s.get("id"))
+    return out
+
+
 @dataclass
 class CurrentItems:
     """The candidate items of the current context, mutable while fitting."""
@@ -39,6 +51,7 @@ class CurrentItems:
     facts: list[str] = field(default_factory=list)
     constraints: list[str] = field(default_factory=list)
     turns: list[Mapping[str, Any]] = field(default_factory=list)  # oldest first
+    item_sources: dict[str, frozenset[str]] = field(default_factory=dict)  # board line → its source message ids
     compressed: str | None = None
     compressed_ids: tuple[str, ...] = ()
     compressed_range: tuple[int, int] = (0, 0)
@@ -56,9 +69,38 @@ class CurrentItems:
             extra = boards[0]["board"] or {}
             items.facts = _texts(extra.get("key_facts"))
             items.constraints = _texts(extra.get("constraints"))
+            items.item_sources = {**_source_ids(extra.get("key_facts")), **_source_ids(extra.get("constraints"))}
         turns = sorted((r for r in rows if r["kind"] == "message"), key=lambda r: r["last_seq"])
         items.turns = turns[-recent_turns:] if recent_turns else []
         return items
+
+    def say_once(self, said: set[str], shown: set[str]) -> None:
+        """Leave out what the context already says: a board line whose source turns are all in it
+        (`shown`: the ids of its turns) or whose words `said` holds, then every sentence of the
+        summaries and compressed turns that `said` holds or an earlier one of them says (the
+        master first, then the running summary, the level summaries, the compressed turns). The
+        raw turns stay as they are: `said` should hold theirs already. Only ever shortens."""
+        def new(line: str) -> bool:
+            sources = self.item_sources.get(line)
+            if sources and sources <= shown:
+                return False
+            ks = keys(line)
+            if ks and ks <= said:
+                return False
+            said.update(ks)
+            return True
+
+        self.constraints = [c for c in self.constraints if new(c)]
+        self.facts = [f for f in self.facts if new(f)]
+        if self.master:
+            master = strip_said(self.master["content"] or "", said)
+            self.master = {**self.master, "content": master} if master else None
+        if self.board and self.board["content"]:
+            self.board = {**self.board, "content": strip_said(self.board["content"], said)}
+        self.summaries = [s for s in ({**s, "content": strip_said(s["content"], said)} for s in self.summaries)
+                          if s["content"]]
+        if self.compressed:
+            self.compressed = strip_said(self.compressed, said) or None
 
     def messages(self) -> list[dict[str, str]]:
         text = current_section(

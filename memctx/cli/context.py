@@ -75,11 +75,12 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
                     user: Optional[str] = typer.Option(None, help=USER_HELP),
                     scope: str = typer.Option("conversation", help="conversation: each sample one conversation; "
                                               "user: each session its own closed conversation, questions asked "
-                                              "in a new one with user-scope memory")) -> None:
-    """Score the working context on a LoCoMo file (no LLM).
-
-    Evidence recall, answer containment, tokens and latency, beside the recency, dense-only
-    and full-text-only baselines."""
+                                              "in a new one with user-scope memory"),
+                    prefixes: Optional[str] = typer.Option(
+                        None, help="also score conversation prefixes of these many turns (e.g. 20,50,100,200), "
+                                   "each asked the questions whose evidence lies inside it")) -> None:
+    """Score get_working_context on a LoCoMo file (no LLM): evidence recall, answer containment,
+    tokens and latency, beside the recency, dense-only and full-text-only baselines."""
     from memctx.app import open_app
     from memctx.config import Settings
     from memctx.evaluate.locomo import load_questions
@@ -93,6 +94,12 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
         fail("--budgets needs at least one positive budget", BAD_INPUT)
     if scope not in ("conversation", "user"):
         fail("--scope is conversation or user", BAD_INPUT)
+    try:
+        cuts = sorted({int(n) for n in prefixes.split(",") if n.strip()}) if prefixes else []
+    except ValueError:
+        fail(f"--prefixes {prefixes!r} must be comma-separated integers", BAD_INPUT)
+    if prefixes and (not cuts or min(cuts) <= 0):
+        fail("--prefixes needs at least one positive number of turns", BAD_INPUT)
     owner = user_id(user)
     total = len(load_questions(path)[:limit] if limit else load_questions(path))
     with open_app(Settings(), auto_migrate=True) as memctx_app, Progress(
@@ -101,15 +108,43 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
         task = progress.add_task("eval", total=total * (2 if scope == "conversation" else 1))  # + baselines' pass
         results = run_eval(memctx_app, path, sizes, user=owner, limit=limit, scope=scope,
                            progress=lambda n: progress.advance(task, n))
+        if cuts:
+            from memctx.evaluate.prefixes import run_prefixes
+
+            results["prefix_arm"] = run_prefixes(memctx_app, path, sizes, cuts, user=owner, limit=limit)
     if plot:
         from memctx.evaluate.plot import plot_recall
 
         plot_recall(results, plot)
         err.print(f"plot written to {escape(str(plot))}", highlight=False)
+        if cuts:
+            from memctx.evaluate.prefixes import plot_prefixes
+
+            tokens_plot = plot.with_name(f"{plot.stem}-prefixes{plot.suffix}")
+            plot_prefixes(results["prefix_arm"], tokens_plot)
+            err.print(f"plot written to {escape(str(tokens_plot))}", highlight=False)
     if as_json:
         print(json.dumps(results, ensure_ascii=False))
     else:
         _print_table(results)
+        if cuts:
+            _print_prefixes(results["prefix_arm"])
+
+
+def _print_prefixes(results: dict) -> None:
+    table = Table(title="LoCoMo prefixes: questions whose evidence lies in the first N turns")
+    table.caption = ("evidence recall: gold turns of categories 1–4, pooled; history: the prefix's full history "
+                     "with system prompt and query; over: contexts costing more than it; repeated: sentences of "
+                     "five words or more said twice in one context")
+    for column in ("turns", "budget", "questions", "evidence recall", "mean tokens", "mean history", "over",
+                   "verbatim", "repeated", "repeated (compressed)"):
+        table.add_column(column)
+    for n, per in results["prefixes"].items():
+        for budget, r in per.items():
+            table.add_row(n, budget, str(r["questions"]), _fmt(r["evidence_recall"]), f"{r['mean_tokens'] or 0:.0f}",
+                          f"{r['mean_history_tokens'] or 0:.0f}", str(r["tokens_over_history"]), str(r["verbatim"]),
+                          _fmt(r["repeated_share"]), _fmt(r["repeated_share_compressed"]))
+    Console().print(table)
 
 
 def _print_table(results: dict) -> None:

@@ -362,14 +362,24 @@ select m.id, m.conversation_id, m.user_id, m.seq, 1 - (m.embedding <=> %(query_v
 
 -- name: current_context
 -- Everything `get_working_context` shows as the conversation's current state, in one round
--- trip: the live summaries (master first), the summary board, and the most recent raw turns.
+-- trip: the live summaries (master first), the summary board, and the most recent raw turns --
+-- or every turn, when the whole history may fit `history_tokens` (its turns as chat messages,
+-- each at least 4 tokens more than its text: see memctx/assemble/budget.py). That sum is read
+-- only for a conversation of at most `history_limit` turns (fewer could not fit), and the
+-- conversation row carries message_count so the caller knows whether it holds every turn.
 with conv as (
-  select c.id, c.last_seq from memctx.conversations c
+  select c.id, c.last_seq, c.message_count from memctx.conversations c
    where c.id = %(conversation_id)s::uuid and c.user_id = %(user_id)s::uuid
 ), live as (
   select s.id, s.level, s.is_master, s.content, s.first_seq, s.last_seq, s.token_count
     from memctx.live_summaries s join conv on s.conversation_id = conv.id
    where s.user_id = %(user_id)s::uuid
+), whole as (
+  select sum(coalesce(h.token_count, 0) + 4) as tokens
+    from memctx.messages h
+   where h.user_id = %(user_id)s::uuid and h.conversation_id = %(conversation_id)s::uuid
+     and (select c.message_count from memctx.conversations c
+           where c.id = %(conversation_id)s::uuid and c.user_id = %(user_id)s::uuid) <= %(history_limit)s
 ), recent as (
   -- The conversation by its parameter, not through conv: a join hides the value from the
   -- planner, which then read every turn of the conversation and sorted them (8 ms at 5,000
@@ -379,26 +389,27 @@ with conv as (
     from memctx.messages m
    where m.user_id = %(user_id)s::uuid and m.conversation_id = %(conversation_id)s::uuid
    order by m.seq desc
-   limit %(recent_limit)s
+   limit case when (select w.tokens from whole w) <= %(history_tokens)s
+              then greatest(%(history_limit)s, %(recent_limit)s) else %(recent_limit)s end
 )
 select 'conversation' as kind, conv.id, null::int as level, null::boolean as is_master, null::text as content,
        null::bigint as first_seq, conv.last_seq, null::int as token_count, null::text as role,
        null::text as external_id, null::timestamptz as created_at, null::text as speaker, null::int as session,
-       null::jsonb as board
+       null::jsonb as board, conv.message_count
   from conv
 union all
 select 'summary', l.id, l.level, l.is_master, l.content, l.first_seq, l.last_seq, l.token_count, null, null,
-       null, null, null, null
+       null, null, null, null, null
   from live l
 union all
 select 'board', b.conversation_id, null, null, b.current_summary, null, b.last_seq, null, null, null,
        b.updated_at, null, null,
-       jsonb_build_object('key_facts', b.items -> 'key_facts', 'constraints', b.items -> 'constraints')
+       jsonb_build_object('key_facts', b.items -> 'key_facts', 'constraints', b.items -> 'constraints'), null
   from memctx.summary_boards b join conv on b.conversation_id = conv.id
  where b.user_id = %(user_id)s::uuid
 union all
 select 'message', r.id, null, null, r.text, r.seq, r.seq, r.token_count, r.role, r.external_id, r.created_at,
-       r.speaker, r.session, null
+       r.speaker, r.session, null, null
   from recent r
 
 -- name: rank_conversation

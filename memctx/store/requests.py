@@ -50,7 +50,9 @@ class LoggedRequest:
 
     @property
     def tokens_saved(self) -> int:
-        return max(self.full_history_tokens - self.tokens_used, 0)
+        """The whole history's tokens less those sent: below zero when the context added more
+        (memories of other conversations, web results) than it left out."""
+        return self.full_history_tokens - self.tokens_used
 
 
 def log_request(conn: psycopg.Connection, request: ContextRequest, *, retention_days: float,

@@ -45,12 +45,20 @@ def test_demo_ingests_the_shipped_conversation_once(database_url):
     assert "Planning a week in Lisbon" in first.stdout and "embedded" in first.stdout
     assert "summary L1" in first.stdout  # the worker's catch-up ran
     assert "working context" in first.stdout and "lt-18" in first.stdout  # the birthday turn is in context
-    # The context uses the summaries and the board, not memories alone (shares are targets, not walls).
-    origins = {tuple(cell.strip() for cell in line.split("│")[1:3]) for line in first.stdout.splitlines()
-               if line.startswith("│")}
-    assert {("current", "summary"), ("current", "board")} <= origins
-    again = memctx("demo", env=env)
+    # The 20 turns fit 80 % of the default 1,000 tokens: the context is the history as it is.
+    assert _origins(first.stdout) == {("current", "message")}
+    # At 400 tokens it is compressed: the recent turns and the memories that matter, within budget.
+    again = memctx("demo", "--budget", "400", env=env)
     assert all(json.loads(line)["messages"] == 0 for line in again.stdout.splitlines() if line.startswith("{"))
+    assert {("current", "message"), ("memories", "message")} <= _origins(again.stdout)
+    assert "working context: " in again.stdout and "/400 tokens" in again.stdout
+
+
+def _origins(stdout: str) -> set[tuple[str, ...]]:
+    """(section, kind) of each row of the demo's "where every line came from" table."""
+    table = stdout[stdout.index("where every line came from"):]
+    return {tuple(cell.strip() for cell in line.split("│")[1:3]) for line in table.splitlines()
+            if line.startswith("│") and line.split("│")[1].strip()} - {("section", "kind")}
 
 
 def test_bad_file_exits_2_names_the_record_and_stores_nothing(database_url, tmp_path):

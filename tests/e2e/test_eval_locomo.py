@@ -104,3 +104,26 @@ def test_full_history_is_every_turn_under_its_session_date_with_its_dates_resolv
     # "My landlord messaged yesterday", said on 4 March 2023: the question's answer is the date it meant
     assert contains_answer(history, "3 March 2023")
     assert not contains_answer("\n".join(f"{m.speaker}: {m.text}" for m in messages), "3 March 2023")
+
+
+def test_prefix_arm_never_costs_more_than_the_history_and_finds_all_where_it_fits(app, locomo_path, tmp_path):
+    from memctx.evaluate.prefixes import plot_prefixes, run_prefixes
+
+    results = run_prefixes(app, locomo_path, [500, 4000], [20, 100])
+    assert set(results["prefixes"]) == {"20", "100"}
+    for n, per in results["prefixes"].items():
+        for budget, r in per.items():
+            assert r["questions"] > 0 and r["tokens_over_history"] == 0, (n, budget)
+            assert all(used <= min(history, int(budget)) for history, used in r["points"])
+    fits = results["prefixes"]["20"]["4000"]  # 20 turns fit 80 % of 4,000 tokens: the history verbatim
+    assert fits["verbatim"] == fits["questions"] and fits["evidence_recall"] == 1.0
+    assert fits["repeated_sentences"] == 0
+    assert results["prefixes"]["100"]["500"]["verbatim"] == 0  # 100 turns do not fit 500 tokens
+    plot = tmp_path / "prefixes.png"
+    plot_prefixes(results, plot)
+    assert plot.stat().st_size > 1000
+
+
+def test_eval_refuses_bad_prefixes(settings, tmp_path, locomo_path):
+    done = _run(["eval", "locomo", str(locomo_path), "--prefixes", "20,x"], settings, tmp_path)
+    assert done.returncode == 2 and "prefixes" in done.stderr

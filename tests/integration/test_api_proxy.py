@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from api_support import build_api, serve
 from memctx.config import Settings
-from support import row_counts
+from support import TRIP, row_counts
 
 ROOT = Path(__file__).resolve().parents[2]
 CALL = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}
@@ -313,3 +313,23 @@ def test_without_an_upstream_the_proxy_answers_503_naming_the_setting(app, datab
     with app.pool.connection() as conn:
         after = row_counts(conn)
     assert {k: v for k, v in after.items() if k != "api_keys"} == {k: v for k, v in before.items() if k != "api_keys"}
+
+
+def test_a_conversation_that_fits_reaches_the_upstream_as_the_client_sent_it(api_server, api_key_for, received, app,
+                                                                             alice):
+    """A client that sends its whole history each turn, with the openai client's default settings,
+    at the default budget of 4,000 tokens: the upstream gets that history verbatim, nothing added,
+    and the log counts no negative saving."""
+    sent = [{"role": "system", "content": "You help plan trips."}]
+    with openai.OpenAI(base_url=api_server + "/v1", api_key=api_key_for(alice),
+                       default_headers={"X-Memctx-Conversation": "trip"}) as trip:
+        for _, _, text in TRIP[::2]:
+            sent.append({"role": "user", "content": text})
+            reply = trip.chat.completions.create(model="any-model", messages=sent)
+            assert received[-1]["body"]["messages"] == sent
+            sent.append({"role": "assistant", "content": reply.choices[0].message.content})
+    with app.pool.connection() as conn:
+        log = conn.execute("select token_budget, tokens_used, full_history_tokens from memctx.context_requests"
+                           " order by id").fetchall()
+    assert len(log) == len(TRIP) // 2 and all(r["token_budget"] == 4000 for r in log)
+    assert all(r["tokens_used"] <= r["full_history_tokens"] for r in log)

@@ -66,7 +66,7 @@ def test_memories_are_relevant_ordered_and_sourced(app):
 
 def test_memory_turns_sit_under_one_header_per_session_and_sources_follow_the_lines(app):
     user = uuid.uuid4()
-    conv = _conversation(app, user)
+    conv = _conversation(app, user, turns=120)  # longer than the budget: compressed
     wc = get_working_context(app, conv.id, "How did the pottery class and the hiking trip go?", 3000, user=user)
     memory_msg = next(m for m in wc.messages if m["content"].startswith("Relevant memories"))
     lines = memory_msg["content"].splitlines()[1:]
@@ -84,9 +84,9 @@ def test_memory_turns_sit_under_one_header_per_session_and_sources_follow_the_li
 
 def test_works_without_summaries_and_uses_them_when_they_exist(app):
     user = uuid.uuid4()
-    conv = _conversation(app, user)
+    conv = _conversation(app, user, turns=120)  # longer than the budget: compressed
     bare = get_working_context(app, conv.id, "How was the jazz concert?", 2000, user=user)
-    assert not [s for s in bare.sources if s.kind in ("summary", "board")]
+    assert not [s for s in bare.sources if s.kind in ("summary", "board") and s.detail != "compressed"]
     messages = app.store.list_messages(user, conv.id)
     with app.pool.connection() as conn:
         conn.execute("insert into memctx.summaries (conversation_id, user_id, level, is_master, content, source_kind,"
@@ -113,8 +113,10 @@ def test_works_without_summaries_and_uses_them_when_they_exist(app):
 def _summaries_and_board(app, user, conv, messages):
     """A level-2 summary of ~165 tokens, a board summary of ~210 and key facts of ~115, as in the
     report of a 2,000-token context that used 247 tokens and dropped all three."""
-    summary = "SUMMARY: " + "Ana and Ben planned the pottery class, the hike and the budget review. " * 11
-    board = "BOARD: " + "A long chat about hobbies, pets, travel plans and family news this spring. " * 14
+    summary = "SUMMARY: " + "".join(f"Ana and Ben planned pottery class {i}, the hike and the budget review. "
+                                    for i in range(11))
+    board = "BOARD: " + "".join(f"A long chat number {i} about hobbies, pets, travel plans and family news. "
+                                for i in range(14))
     facts = [f"FACT {i}: Rex the border collie learned trick number {i}." for i in range(8)]
     with app.pool.connection() as conn:
         conn.execute("insert into memctx.summaries (conversation_id, user_id, level, content, source_kind,"
@@ -128,7 +130,7 @@ def _summaries_and_board(app, user, conv, messages):
 
 def test_shares_are_targets_what_memories_leave_goes_to_the_current_context(app):
     user = uuid.uuid4()
-    conv = _conversation(app, user)
+    conv = _conversation(app, user, turns=120)  # longer than the budget: compressed
     summary, board, facts = _summaries_and_board(app, user, conv, app.store.list_messages(user, conv.id))
     wc = get_working_context(app, conv.id, "zqxv wpmb krtl?", 2000, user=user)
     memories = next(s for s in wc.sections if s.name == "memories")

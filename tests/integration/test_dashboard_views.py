@@ -103,6 +103,18 @@ def test_token_savings_come_from_the_log_and_only_the_users_own(database_url, tw
     assert rows["proxy"]["tokens_saved"] == 20 + history - 10
 
 
+def test_a_context_that_cost_more_than_the_history_counts_against_the_savings(database_url, two_users):
+    (a, (conv_a, stored_a)), _ = two_users.items()
+    history = 20 + sum(m.token_count + STORED_MESSAGE_OVERHEAD for m in stored_a)
+    with as_user(database_url, a) as conn:
+        over = _log(conn, a, conv_a.id, used=history + 50)  # e.g. memories of the user's other conversations
+        under = _log(conn, a, conv_a.id, used=history - 40)
+        conn.commit()
+        view = conn.execute("select sum(tokens_saved) as saved from memctx.token_savings").fetchone()
+    assert (over.tokens_saved, under.tokens_saved) == (-50, 40)
+    assert view["saved"] == -10  # not 40: the 50 tokens spent over the history count too
+
+
 def test_the_log_holds_no_message_text(app, two_users):
     (a, (conv_a, _)), _ = two_users.items()
     wc = get_working_context(app, conv_a.id, "Who brings the banner?", 500, user=a)
@@ -118,7 +130,7 @@ def test_the_log_holds_no_message_text(app, two_users):
     assert columns == ["id", "user_id", "conversation_id", "kind", "created_at", "model", "token_budget", "tokens_used",
                        "full_history_tokens", "timings_ms", "sources", "upstream_status"]
     assert "banner" not in logged and "Porto" not in logged and "ninth" not in logged
-    assert '"search"' in logged  # the stage timings are there
+    assert '"current_sql"' in logged  # the stage timings are there (a history that fits needs no search)
 
 
 def test_retention_prunes_a_users_old_rows_on_their_next_request(app, two_users):

@@ -727,7 +727,7 @@ CREATE VIEW memctx.token_savings WITH (security_invoker='true') AS
     count(*) AS requests,
     sum(tokens_used) AS tokens_used,
     sum(full_history_tokens) AS full_history_tokens,
-    sum(GREATEST((full_history_tokens - tokens_used), (0)::bigint)) AS tokens_saved,
+    sum((full_history_tokens - tokens_used)) AS tokens_saved,
     round(((1)::numeric - ((sum(tokens_used))::numeric / NULLIF(sum(full_history_tokens), (0)::numeric))), 4) AS saved_share,
     percentile_cont((0.5)::double precision) WITHIN GROUP (ORDER BY ((timings_ms ->> 'total'::text))::double precision) AS context_ms_p50,
     percentile_cont((0.95)::double precision) WITHIN GROUP (ORDER BY ((timings_ms ->> 'total'::text))::double precision) AS context_ms_p95

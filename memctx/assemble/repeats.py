@@ -1,0 +1,73 @@
+"""Saying each thing once: the sentences of a context, and which of them it already holds.
+
+Owns: splitting text into comparable sentences (a speaker's "Name:" lead, date brackets, bullets
+and case set aside, so "user: I'll buy the tickets." and "Priya: I'll buy the tickets." are one
+sentence), `strip_said` (a text without the sentences already said) and `repeated_sentences`
+(how many sentences of five words or more a context says more than once). Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+from typing import Iterable, Mapping, Sequence
+
+MIN_WORDS = 5  # shorter sentences ("Thanks!", "Sounds good.") may repeat: they frame, they do not inform
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[\"'(\[]?[A-Z0-9¿¡])|\n+")
+_LEAD = re.compile(r"^\s*(?:[-*•]\s+)?(?:\[[^\]]*\]\s*)*(?:\[summary of messages [^\]]*\]\s*)?"
+                   r"(?:[A-Za-z][\w.'’-]*(?: [A-Za-z][\w.'’-]*){0,2}:\s+)?")
+_WORD = re.compile(r"[\w'’]+")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of `text` as written, in order (line breaks end a sentence too)."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+
+
+def key(sentence: str) -> str | None:
+    """What a sentence says, comparable across sections: its words, lowercase, without a leading
+    speaker, date or bullet; None when it has fewer than five words."""
+    words = _WORD.findall(_LEAD.sub("", sentence, count=1).lower().replace("’", "'"))
+    return " ".join(words) if len(words) >= MIN_WORDS else None
+
+
+@lru_cache(maxsize=65_536)
+def keys(text: str) -> frozenset[str]:
+    """The `key`s of a text's sentences of five words or more (cached: turns recur across calls)."""
+    return frozenset(k for k in map(key, sentences(text)) if k)
+
+
+def strip_said(text: str, said: set[str]) -> str:
+    """`text` without the sentences whose words `said` holds; what it keeps is added to `said`.
+    Lines keep their breaks; a line left empty goes."""
+    lines: list[str] = []
+    for line in text.split("\n"):
+        parts = sentences(line)
+        kept: list[str] = []
+        for sentence in parts:
+            k = key(sentence)
+            if k is not None and k in said:
+                continue
+            if k is not None:
+                said.add(k)
+            kept.append(sentence)
+        if len(kept) == len(parts):
+            lines.append(line)  # nothing left out: the line as it was written
+        elif kept:
+            lines.append(" ".join(kept))
+    return "\n".join(lines)
+
+
+def repeated_sentences(messages: Sequence[Mapping[str, str]] | Iterable[str]) -> int:
+    """How many times a sentence of five words or more recurs in the context (0: each said once)."""
+    texts = [m if isinstance(m, str) else m["content"] for m in messages]
+    counts = Counter(k for text in texts for k in map(key, sentences(text)) if k)
+    return sum(n - 1 for n in counts.values() if n > 1)
+
+
+def sentence_count(messages: Sequence[Mapping[str, str]] | Iterable[str]) -> int:
+    """Sentences of five words or more in the context, repeats included."""
+    texts = [m if isinstance(m, str) else m["content"] for m in messages]
+    return sum(1 for text in texts for k in map(key, sentences(text)) if k)

@@ -1,0 +1,98 @@
+"""get_working_context is worth its tokens, against a real Postgres: a history that fits is sent
+verbatim, no context costs more than the history it replaces, and each thing is said once."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memctx.assemble import ContextOptions, assembler_for, messages_tokens
+from memctx.assemble.repeats import repeated_sentences
+from memctx.models import NewMessage
+from memctx.pipeline.catchup import catch_up
+from support import TRIP
+
+T0 = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
+
+
+
+def _trip(app, user, *, turns=TRIP, name="trip", repeat: int = 1):
+    conv = app.store.create_conversation(user, external_id=name)
+    msgs = [NewMessage.build(role, text if r == 0 else f"{text} (part {r + 1})", external_id=f"{name}-{r}-{i}",
+                             created_at=T0 + timedelta(minutes=2 * (r * len(turns) + i)), metadata={"speaker": who})
+            for r in range(repeat) for i, (role, who, text) in enumerate(turns)]
+    app.store.append_messages(user, conv.id, msgs)
+    return conv
+
+
+def _history(app, user, conv):
+    return [{"role": m.role if m.role in ("user", "assistant") else "user", "content": m.text}
+            for m in app.store.list_messages(user, conv.id)]
+
+
+@pytest.mark.parametrize("budget", [1000, 4000])
+def test_a_history_that_fits_is_the_context_verbatim_in_order(app, budget):
+    user = uuid.uuid4()
+    conv = _trip(app, user)
+    catch_up(app, user, conv.id)  # summaries and a board exist: none of them may be added
+    query = "Which restaurants should we book for dinner?"
+    wc = assembler_for(app).get_working_context(user, conv.id, query, budget)
+    history = _history(app, user, conv)
+    assert wc.messages == [{"role": "system", "content": app.settings.context_system_prompt}, *history,
+                           {"role": "user", "content": query}]
+    assert wc.tokens == messages_tokens(app.counter, wc.messages)
+    assert [s.seq for s in wc.sources] == list(range(1, len(TRIP) + 1))
+    assert repeated_sentences(wc.messages) == 0
+
+
+def test_past_compress_at_the_history_is_compressed(app):
+    user = uuid.uuid4()
+    conv = _trip(app, user)
+    history = _history(app, user, conv)
+    query = "Which restaurants should we book for dinner?"
+    full = messages_tokens(app.counter, [{"role": "system", "content": app.settings.context_system_prompt},
+                                         *history, {"role": "user", "content": query}])
+    assembler = assembler_for(app)
+    # A history over the budget is compressed: recent turns verbatim, summaries for the older part.
+    wc = assembler.get_working_context(user, conv.id, query, full - 40)
+    assert wc.messages[1:-1] != history and wc.tokens <= full - 40
+    assert history[-1]["content"] in wc.text
+    # Between 80 % and all of the budget, the assembled context would cost more than the
+    # history: the history is sent as it is instead.
+    between = assembler.get_working_context(user, conv.id, query, int(full / 0.8) - 10)
+    assert between.messages[1:-1] == history and between.tokens == full
+    # With compress_at 0.5 a budget of twice the history compresses, and still costs no more.
+    halved = assembler.get_working_context(user, conv.id, query, 2 * full + 10,
+                                           options=replace(assembler.options, compress_at=0.5))
+    assert halved.messages[1:-1] == history and halved.tokens == full
+
+
+@pytest.mark.parametrize("budget", [300, 500, 700, 1000, 2000, 4000])
+@pytest.mark.parametrize("scope", ["conversation", "user"])
+def test_never_more_than_the_history_with_system_prompt_and_query(app, budget, scope):
+    user = uuid.uuid4()
+    conv = _trip(app, user, repeat=3)
+    catch_up(app, user, conv.id)
+    assembler = assembler_for(app)
+    query = "When is Tomás's birthday dinner?"
+    wc = assembler.get_working_context(user, conv.id, query, budget, options=replace(assembler.options, scope=scope))
+    full = messages_tokens(app.counter, [wc.messages[0], *_history(app, user, conv), wc.messages[-1]])
+    assert wc.tokens <= min(budget, full)
+
+
+def test_the_setting_reaches_the_assembler(settings):
+    assert ContextOptions.from_settings(settings).compress_at == settings.compress_at == 0.8
+    assert ContextOptions.from_settings(settings.model_copy(update={"compress_at": 0.5})).compress_at == 0.5
+
+
+@pytest.mark.parametrize("budget", [250, 400, 1000, 4000])
+def test_each_thing_is_said_once(app, budget):
+    user = uuid.uuid4()
+    conv = _trip(app, user, repeat=4)
+    catch_up(app, user, conv.id)
+    for query in ("Which restaurants should we book for dinner?", "When do we land and what is the budget?"):
+        wc = assembler_for(app).get_working_context(user, conv.id, query, budget)
+        assert repeated_sentences(wc.messages) == 0, wc.text
