@@ -20,7 +20,7 @@ from uuid import UUID
 
 import numpy as np
 
-from memctx.assemble.budget import message_tokens, messages_tokens
+from memctx.tokens import message_tokens, messages_tokens
 from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.assemble.repeats import repeated_sentences, sentence_count
 from memctx.evaluate.locomo import POOLED_CATEGORIES, Question, evidence_found, load_questions

@@ -9,7 +9,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memctx.assemble import ContextOptions, assembler_for, messages_tokens
+from memctx.assemble import ContextOptions, assembler_for
+from memctx.tokens import messages_tokens
 from memctx.assemble.repeats import repeated_sentences
 from memctx.models import NewMessage
 from memctx.pipeline.catchup import catch_up
