@@ -132,3 +132,26 @@ def test_uploads_are_refused_before_they_are_read(small_bodies, api_key_for):
         fine = c.post("/v1/conversations/c/messages", json={"messages": [{"role": "user", "content": "small"}]})
         assert fine.status_code == 201
         assert [m["content"][0]["text"] for m in c.get("/v1/conversations/c/messages").json()["items"]] == ["small"]
+
+
+def test_every_error_answer_has_one_shape(api_server, api_key_for):
+    with client(api_server, api_key_for(uuid.uuid4())) as c, client(api_server) as anonymous:
+        assert c.post("/v1/conversations", json={"external_id": "c"}).status_code == 201
+        answers = {
+            "no credential": anonymous.get("/v1/conversations"),
+            "unknown conversation": c.get(f"/v1/conversations/{uuid.uuid4()}"),
+            "a field's shape": c.post("/v1/search", json={"query": "q", "limit": 0}),
+            "a field memctx refuses": c.post("/v1/conversations/x/context", json={"query": "q " * 50, "token_budget": 5}),
+            "a limit of the server": c.get("/v1/conversations", params={"limit": 10**6}),
+            "a content memctx refuses": c.post("/v1/conversations/c/messages",
+                                               json={"messages": [{"role": "user", "content": "a\x00b"}]}),
+            "not JSON": c.post("/v1/conversations", content=b"{nope", headers={"Content-Type": "application/json"}),
+        }
+    for what, answer in answers.items():
+        body = answer.json()
+        assert 400 <= answer.status_code < 500 and isinstance(body.get("detail"), str) and body["detail"], (what, body)
+        assert set(body) <= {"detail", "errors"}, (what, body)
+        for item in body.get("errors", []):
+            assert set(item) == {"loc", "msg", "type"} and item["msg"] in body["detail"], (what, body)
+    assert answers["a field's shape"].json()["errors"][0]["loc"] == ["body", "limit"]
+    assert answers["a limit of the server"].json()["errors"][0]["loc"] == ["query", "limit"]
