@@ -39,7 +39,26 @@ def fields_answer(errors: list[dict[str, Any]]) -> JSONResponse:
     return JSONResponse({"detail": said, "errors": items}, status_code=422)
 
 
+# The schema of a 422 in the OpenAPI document, as `fields_answer` writes it.
+FIELDS_ERROR_SCHEMA = {
+    "title": "HTTPValidationError", "type": "object", "required": ["detail"],
+    "properties": {"detail": {"title": "Detail", "type": "string", "description": "what is wrong, naming each field"},
+                   "errors": {"title": "Errors", "type": "array", "items": {"$ref": "#/components/schemas/ValidationError"}}},
+}
+
+
 def install(app: FastAPI) -> None:
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = generate()  # built once, then cached by FastAPI: the replacement is idempotent
+        schemas = schema.get("components", {}).get("schemas", {})
+        if "HTTPValidationError" in schemas:
+            schemas["HTTPValidationError"] = FIELDS_ERROR_SCHEMA
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
     @app.exception_handler(RequestValidationError)
     async def request_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         # Without echoing the input: it may not even be JSON (NaN, Infinity)

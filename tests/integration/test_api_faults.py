@@ -1,12 +1,15 @@
-"""Faults a running API meets, each with a clear answer through the real server: the database
-restarting under it (503 with Retry-After), a conversation deleted while its context is built
-(404), and uploads refused before they are read (401 for no credential, 413 over the size limit)."""
+"""Faults a running API meets, each with a clear answer through the real server: not ready while
+the embedder loads, the database restarting under it (503 with Retry-After), a conversation
+deleted while its context is built (404), uploads refused before they are read (401 for no
+credential, 413 over the size limit), and one shape for every error answer."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -18,6 +21,37 @@ import pytest
 from api_support import build_api, client, serve
 from memctx.app import open_app
 from memctx.config import Settings
+
+
+class _SlowEmbedder:
+    """The session's embedder, whose loading waits until the test releases it."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.release = threading.Event()
+
+    def load(self) -> None:
+        self.release.wait(30)
+
+    def embed(self, texts):
+        return self.inner.embed(texts)
+
+    def embed_queries(self, texts):
+        return self.inner.embed_queries(texts)
+
+
+def test_readyz_answers_200_only_once_the_embedder_has_loaded(app, settings):
+    slow = _SlowEmbedder(app.embedder)
+    with serve(build_api(dataclasses.replace(app, embedder=slow), settings)) as url:
+        assert httpx.get(f"{url}/healthz").status_code == 200
+        waiting = httpx.get(f"{url}/readyz")
+        assert (waiting.status_code, waiting.json()) == (503, {"status": "not ready",
+                                                               "reason": "the embedder is loading"})
+        slow.release.set()
+        deadline = time.monotonic() + 10
+        while (ready := httpx.get(f"{url}/readyz")).status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.json() == {"status": "ready"}
 
 
 def test_a_database_restart_is_a_503_with_retry_after_then_requests_work_again(api_server, api_key_for, database_url):
@@ -154,4 +188,6 @@ def test_every_error_answer_has_one_shape(api_server, api_key_for):
         for item in body.get("errors", []):
             assert set(item) == {"loc", "msg", "type"} and item["msg"] in body["detail"], (what, body)
     assert answers["a field's shape"].json()["errors"][0]["loc"] == ["body", "limit"]
+    documented = httpx.get(f"{api_server}/openapi.json").json()["components"]["schemas"]["HTTPValidationError"]
+    assert documented["properties"]["detail"]["type"] == "string" and "errors" in documented["properties"]
     assert answers["a limit of the server"].json()["errors"][0]["loc"] == ["query", "limit"]
