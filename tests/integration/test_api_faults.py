@@ -166,6 +166,10 @@ def test_uploads_are_refused_before_they_are_read(small_bodies, api_key_for):
         fine = c.post("/v1/conversations/c/messages", json={"messages": [{"role": "user", "content": "small"}]})
         assert fine.status_code == 201
         assert [m["content"][0]["text"] for m in c.get("/v1/conversations/c/messages").json()["items"]] == ["small"]
+        metrics = c.get("/metrics").text  # the refusals are counted under their route
+    for status in (401, 413):
+        assert (f'memctx_http_request_duration_seconds_count{{method="POST",'
+                f'route="/v1/conversations/{{conversation}}/messages",status="{status}"}}') in metrics
 
 
 def test_every_error_answer_has_one_shape(api_server, api_key_for):
