@@ -61,7 +61,6 @@ def _run_worker(settings: Settings, stop) -> None:
 
     from worker.main import run
 
-    logging.getLogger("dramatiq").setLevel(logging.WARNING)
     try:
         run(settings, stop=stop)
     except Exception:
