@@ -30,9 +30,11 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
     async def lifespan(running: FastAPI):
         # The embedder loads beside the server starting: /healthz answers meanwhile, /readyz
         # only once it has loaded, and the first context call does not pay for it.
-        threading.Thread(target=_load_embedder, args=(app, running.state.embedder_loaded),
-                         name="memctx-embedder-load", daemon=True).start()
+        loading = threading.Thread(target=_load_embedder, args=(app, running.state.embedder_loaded),
+                                   name="memctx-embedder-load", daemon=True)
+        loading.start()
         yield
+        loading.join(60)  # a process that exits while onnxruntime loads in a daemon thread aborts
         if running.state.upstream is not None:
             running.state.upstream.close()  # the proxy's HTTP connections
         if close_on_shutdown:

@@ -116,7 +116,8 @@ def unstored(sent: Sequence[str], stored: Sequence[str]) -> Alignment:
     and whatever the client sent past them is new. So a retried request (the same last message,
     no reply stored after it) stores nothing; a client that sends only its new message stores it,
     even if it said the same thing before (a reply was stored after that one); a client that
-    sends a history memctx never saw stores all of it, in order."""
+    sends a history memctx never saw stores all of it, in order; a client whose history lacks what
+    another device added since stores only its own new messages."""
     positions: dict[str, list[int]] = {}
     for j, key in enumerate(stored):
         positions.setdefault(key, []).append(j)
@@ -126,6 +127,14 @@ def unstored(sent: Sequence[str], stored: Sequence[str]) -> Alignment:
             after_stored = len(stored) - 1 - j
             if after_stored <= after_sent:
                 return Alignment(first_new=i + 1 + after_stored, offset=j - i)
+    # The conversation holds more after the client's history than the client has seen (another
+    # device or door added to it): the longest run of the request's first messages that is stored
+    # as it is (two at least, and not the last message: one alone may be said again) is known, the
+    # rest is new.
+    for i in range(len(sent) - 2, 0, -1):
+        for j in reversed(positions.get(sent[i], [])):
+            if j >= i and list(stored[j - i:j + 1]) == list(sent[:i + 1]):
+                return Alignment(first_new=i + 1, offset=j - i)
     return Alignment(first_new=0)
 
 

@@ -29,11 +29,13 @@ def serve_cmd(host: Optional[str] = typer.Option(None, help="listen address (MEM
 
     import uvicorn
 
+    from memctx import logs
     from memctx.app import NotReady, prepare_database
     from memctx.cli.common import BAD_INPUT, fail
     from memctx.migrate import EmbeddingSpaceMismatch, MigrationError
 
     settings = Settings()
+    logs.configure()  # JSON lines from the start (the migration, the worker); the app adds its request ids
     if migrate:
         try:
             prepare_database(settings)
@@ -61,7 +63,6 @@ def _run_worker(settings: Settings, stop) -> None:
 
     from memctx import doors
 
-    logging.getLogger("dramatiq").setLevel(logging.WARNING)
     for run in doors.plugged(doors.SERVICES):
         try:
             run(settings, stop=stop)

@@ -1,17 +1,23 @@
 """memctx's refusals as HTTP answers: bad input is a 422 naming the field, an unknown or another
 tenant's conversation a 404, the same for both, and a pool with no free connection or a database
-that is restarting or unreachable a 503 with Retry-After. Nothing here decides; it only translates."""
+that is restarting or unreachable a 503 with Retry-After. Nothing here decides; it only translates.
+
+Every error answer has one shape: `{"detail": "<what is wrong, one sentence>"}`, and a 422 about
+named fields also lists them, `"errors": [{"loc": [...], "msg": "...", "type": "..."}]` (FastAPI's
+own validation items). (The proxy's upstream failures keep OpenAI's `{"error": {...}}`, which
+OpenAI clients read.)"""
 
 from __future__ import annotations
 
 import logging
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import psycopg
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from psycopg_pool import PoolTimeout
 
 from memctx.assemble import BudgetTooSmall
@@ -22,16 +28,49 @@ log = logging.getLogger("memctx.api")
 
 
 def field_error(loc: list[str | int], message: str) -> NoReturn:
-    """A 422 shaped like FastAPI's own validation errors."""
+    """A 422 naming the field, like FastAPI's own validation errors."""
     raise HTTPException(422, [{"loc": loc, "msg": message, "type": "value_error"}])
 
 
+def fields_answer(errors: list[dict[str, Any]]) -> JSONResponse:
+    """The 422 for invalid fields: a sentence naming each, and the items themselves."""
+    items = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in errors]
+    said = "; ".join(f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in items)
+    return JSONResponse({"detail": said, "errors": items}, status_code=422)
+
+
+# The schema of a 422 in the OpenAPI document, as `fields_answer` writes it.
+FIELDS_ERROR_SCHEMA = {
+    "title": "HTTPValidationError", "type": "object", "required": ["detail"],
+    "properties": {"detail": {"title": "Detail", "type": "string", "description": "what is wrong, naming each field"},
+                   "errors": {"title": "Errors", "type": "array", "items": {"$ref": "#/components/schemas/ValidationError"}}},
+}
+
+
 def install(app: FastAPI) -> None:
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = generate()  # built once, then cached by FastAPI: the replacement is idempotent
+        schemas = schema.get("components", {}).get("schemas", {})
+        if "HTTPValidationError" in schemas:
+            schemas["HTTPValidationError"] = FIELDS_ERROR_SCHEMA
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
     @app.exception_handler(RequestValidationError)
     async def request_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        # FastAPI's own answer, without echoing the input: it may not even be JSON (NaN, Infinity)
-        return JSONResponse({"detail": [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-                                        for e in exc.errors()]}, status_code=422)
+        # Without echoing the input: it may not even be JSON (NaN, Infinity)
+        return fields_answer(list(exc.errors()))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_exception(request: Request, exc: StarletteHTTPException) -> Response:
+        if isinstance(exc.detail, list):  # field_error
+            return fields_answer(exc.detail)
+        if exc.status_code in (204, 304) or exc.status_code < 200:
+            return Response(status_code=exc.status_code, headers=exc.headers)
+        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(InvalidInput)
     async def invalid_input(request: Request, exc: InvalidInput) -> JSONResponse:
@@ -39,8 +78,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(BudgetTooSmall)
     async def budget_too_small(request: Request, exc: BudgetTooSmall) -> JSONResponse:
-        return JSONResponse({"detail": [{"loc": ["body", "token_budget"], "msg": str(exc), "type": "value_error"}]},
-                            status_code=422)
+        return fields_answer([{"loc": ["body", "token_budget"], "msg": str(exc), "type": "value_error"}])
 
     @app.exception_handler(PoolTimeout)
     async def busy(request: Request, exc: PoolTimeout) -> JSONResponse:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 import anyio
+from starlette.routing import Match
 
 from memctx.auth import Unauthorized
 
@@ -31,10 +32,12 @@ class Gate:
             return
         headers = dict(scope["headers"])
         if scope["path"].startswith(AUTHENTICATED) and not await _authenticated(scope, headers):
+            _name_route(scope)
             await _answer(send, 401, "invalid or missing credentials", [(b"www-authenticate", b"Bearer")])
             return
         length = headers.get(b"content-length", b"")
         if length.isdigit() and int(length) > self.max_body_bytes:
+            _name_route(scope)
             await _answer(send, 413, self._too_large())
             return
         received, started, refused = 0, False, False
@@ -67,6 +70,26 @@ class Gate:
 
     def _too_large(self) -> str:
         return f"the request body is over {self.max_body_bytes} bytes (MEMCTX_API_MAX_BODY_BYTES)"
+
+
+def _name_route(scope) -> None:
+    """Put the route a refused request was for in its scope, as routing would have: the request
+    metrics label the refusal by its route, not "unmatched"."""
+    route = _route_for(scope["app"].router.routes, scope)
+    if route is not None:
+        scope["route"] = route
+
+
+def _route_for(routes, scope):
+    for route in routes:
+        included = getattr(route, "original_router", None)  # FastAPI keeps an included router whole
+        if included is not None:
+            found = _route_for(included.routes, scope)
+            if found is not None:
+                return found
+        elif route.matches(scope)[0] == Match.FULL:
+            return route
+    return None
 
 
 async def _authenticated(scope, headers: dict[bytes, bytes]) -> bool:

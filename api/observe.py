@@ -10,21 +10,20 @@ token and latency metrics. Logs at info never carry message contents, queries or
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
 import uuid
 from contextlib import nullcontext
 from contextvars import ContextVar
-from datetime import datetime, timezone
-from typing import IO, Any, Literal, Mapping
+from typing import IO, Literal, Mapping
 from uuid import UUID
 
 import psycopg
 from fastapi import APIRouter, FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
 
+from memctx import logs
 from memctx.assemble.types import WorkingContext
 from memctx.auth import Caller
 from memctx.metrics import REGISTRY
@@ -60,44 +59,17 @@ UPSTREAM_ERRORS = Counter(
 
 
 # Logs --------------------------------------------------------------------------------------------
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, the request id, and `fields`."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {"ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(),
-                               "level": record.levelname.lower(), "logger": record.name,
-                               "msg": record.getMessage()}
-        request_id = REQUEST_ID.get()
-        if request_id:
-            out["request_id"] = request_id
-        out.update(getattr(record, "fields", {}))
-        if record.exc_info:
-            out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out, default=str)
-
-
-# Libraries that log each HTTP request's URL at info (a search query, a fetched page, the upstream)
-# or keep their own chatter: warnings only.
-QUIET_LOGGERS = ("httpx", "httpcore", "openai", "urllib3", "dramatiq", "mcp")
+def _request_context() -> dict[str, str]:
+    request_id = REQUEST_ID.get()
+    return {"request_id": request_id} if request_id else {}
 
 
 def configure_logging(level: str = "INFO", stream: IO[str] | None = None) -> None:
-    """Every log line of the process one JSON object on `stream` (stderr): the root logger's only
-    handler, which memctx's, uvicorn's and every library's loggers reach (an entry point calls this
+    """Every log line of the process one JSON object on `stream` (stderr), with the request id of
+    the request it belongs to (memctx.logs), uvicorn's lines included (an entry point calls this
     once the app is built: a library may have set up its own handler by then)."""
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    for name in ("memctx", "uvicorn", "uvicorn.error"):
-        logger = logging.getLogger(name)
-        logger.handlers[:] = []
-        logger.setLevel(level.upper())
-        logger.propagate = True
+    logs.configure(level, stream, context=_request_context, loggers=("memctx", "uvicorn", "uvicorn.error"))
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)  # the middleware logs every request
-    for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 # Middleware --------------------------------------------------------------------------------------

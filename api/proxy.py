@@ -2,13 +2,16 @@
 
 Owns `POST /v1/chat/completions` and `GET /v1/models`. A chat request names its conversation (the
 `X-Memctx-Conversation` header or `metadata.memctx_conversation`: a UUID, or an external id that is
-created on first use). The proxy replaces the request's history with the working context for the
-model's token budget, stores the new messages, calls the upstream through the `openai` client with
-the caller's other parameters, stores the reply (tool calls as `tool_call` blocks) and answers
-with the upstream's response as it came: JSON or SSE bytes, or the upstream's error status and
-body. An `Idempotency-Key` makes a retry store nothing twice, and a completed one gets the stored
-reply. Everything it reads or writes goes through the caller's row-level-security scoped app.
-It does not build contexts (memctx.assemble) or decide formats (api.chat_format).
+created on first use). The proxy stores the messages of the request that the conversation does
+not hold yet (its history first, in order, then the working context is built), replaces the
+request's history with the working context for the model's token budget, calls the configured
+upstream through the `openai` client with the caller's other parameters (none configured: 503),
+stores the reply (tool calls as `tool_call` blocks) and answers with the upstream's response as it
+came: JSON or SSE bytes, or the upstream's error status and body. A retry stores nothing twice:
+without a header, its turn is found stored with no reply after it (api.chat_format.unstored); with
+an `Idempotency-Key`, a completed one gets the stored reply. Everything it reads or writes goes
+through the caller's row-level-security scoped app. It does not build contexts (memctx.assemble)
+or decide formats (api.chat_format).
 """
 
 from __future__ import annotations
@@ -89,8 +92,9 @@ def models(request: Request, who: CallerDep) -> Response:
 @router.post("/v1/chat/completions")
 def chat_completions(body: ChatRequest, request: Request, who: CallerDep, settings: SettingsDep,
                      conversation: ConversationHeader = None, idempotency_key: IdempotencyKeyHeader = None) -> Response:
-    """A chat completion with the conversation's memory: the request's history is replaced by the
-    working context for the model's budget; the new messages and the reply are stored."""
+    """A chat completion with the conversation's memory: the messages memctx has not stored yet and
+    the reply are stored, and the request's history is replaced by the working context for the
+    model's budget."""
     upstream = _upstream(request)
     params = body.model_dump(exclude_unset=True)
     name = conversation or (body.metadata or {}).get("memctx_conversation")

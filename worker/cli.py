@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Optional
 
 import typer
 
+from memctx import logs
 from memctx.config import Settings
 
 
@@ -19,9 +19,7 @@ def worker_cmd(dispatch_: bool = typer.Option(True, "--dispatch/--no-dispatch",
     """Run the background worker: summaries, boards, embeddings, long-term summaries."""
     from worker.main import run  # dramatiq and the broker load only when the worker runs
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for name in ("dramatiq", "httpx", "httpcore"):  # httpx logs every request's URL at info
-        logging.getLogger(name).setLevel(logging.WARNING)
+    logs.configure()  # one JSON object a line, as `memctx serve` writes; no request URLs at info
     run(Settings(), dispatch=dispatch_, processes=processes, threads=threads)
 
 

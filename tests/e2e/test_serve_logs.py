@@ -1,12 +1,15 @@
 """What `memctx serve` writes to its log while it answers a context call that searches the web:
-every line one JSON object, and neither the search query nor a fetched page's URL in it."""
+every line one JSON object, and neither the search query nor a fetched page's URL in it; and
+`memctx worker` writes its lines the same way."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -47,3 +50,21 @@ def test_serve_logs_one_json_object_a_line_and_no_query_or_url(database_url, tmp
         assert isinstance(record, dict) and record["level"] in ("debug", "info", "warning", "error", "critical")
     text = log.read_text()
     assert "zanzibar" not in text and "quokka" not in text and web.base not in text
+
+
+def test_the_worker_logs_one_json_object_a_line(database_url, tmp_path):
+    log = tmp_path / "worker.log"
+    with log.open("w") as out:
+        worker = subprocess.Popen([sys.executable, "-m", "memctx", "worker"], cwd=ROOT, stdout=out, stderr=out,
+                                  env={**os.environ, "MEMCTX_DATABASE_URL": database_url})
+    try:
+        deadline = time.monotonic() + 60
+        while "memctx worker running" not in log.read_text():
+            assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+    finally:
+        worker.send_signal(signal.SIGINT)
+        worker.wait(timeout=60)
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert {r["msg"].split(":")[0] for r in records} >= {"memctx worker running", "stopping"}
+    assert all(r["logger"] and r["level"] for r in records)

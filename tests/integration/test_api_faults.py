@@ -1,12 +1,15 @@
-"""Faults a running API meets, each with a clear answer through the real server: the database
-restarting under it (503 with Retry-After), a conversation deleted while its context is built
-(404), and uploads refused before they are read (401 for no credential, 413 over the size limit)."""
+"""Faults a running API meets, each with a clear answer through the real server: not ready while
+the embedder loads, the database restarting under it (503 with Retry-After), a conversation
+deleted while its context is built (404), uploads refused before they are read (401 for no
+credential, 413 over the size limit), and one shape for every error answer."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -18,6 +21,37 @@ import pytest
 from api_support import build_api, client, serve
 from memctx.app import open_app
 from memctx.config import Settings
+
+
+class _SlowEmbedder:
+    """The session's embedder, whose loading waits until the test releases it."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.release = threading.Event()
+
+    def load(self) -> None:
+        self.release.wait(30)
+
+    def embed(self, texts):
+        return self.inner.embed(texts)
+
+    def embed_queries(self, texts):
+        return self.inner.embed_queries(texts)
+
+
+def test_readyz_answers_200_only_once_the_embedder_has_loaded(app, settings):
+    slow = _SlowEmbedder(app.embedder)
+    with serve(build_api(dataclasses.replace(app, embedder=slow), settings)) as url:
+        assert httpx.get(f"{url}/healthz").status_code == 200
+        waiting = httpx.get(f"{url}/readyz")
+        assert (waiting.status_code, waiting.json()) == (503, {"status": "not ready",
+                                                               "reason": "the embedder is loading"})
+        slow.release.set()
+        deadline = time.monotonic() + 10
+        while (ready := httpx.get(f"{url}/readyz")).status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.json() == {"status": "ready"}
 
 
 def test_a_database_restart_is_a_503_with_retry_after_then_requests_work_again(api_server, api_key_for, database_url):
@@ -132,3 +166,32 @@ def test_uploads_are_refused_before_they_are_read(small_bodies, api_key_for):
         fine = c.post("/v1/conversations/c/messages", json={"messages": [{"role": "user", "content": "small"}]})
         assert fine.status_code == 201
         assert [m["content"][0]["text"] for m in c.get("/v1/conversations/c/messages").json()["items"]] == ["small"]
+        metrics = c.get("/metrics").text  # the refusals are counted under their route
+    for status in (401, 413):
+        assert (f'memctx_http_request_duration_seconds_count{{method="POST",'
+                f'route="/v1/conversations/{{conversation}}/messages",status="{status}"}}') in metrics
+
+
+def test_every_error_answer_has_one_shape(api_server, api_key_for):
+    with client(api_server, api_key_for(uuid.uuid4())) as c, client(api_server) as anonymous:
+        assert c.post("/v1/conversations", json={"external_id": "c"}).status_code == 201
+        answers = {
+            "no credential": anonymous.get("/v1/conversations"),
+            "unknown conversation": c.get(f"/v1/conversations/{uuid.uuid4()}"),
+            "a field's shape": c.post("/v1/search", json={"query": "q", "limit": 0}),
+            "a field memctx refuses": c.post("/v1/conversations/x/context", json={"query": "q " * 50, "token_budget": 5}),
+            "a limit of the server": c.get("/v1/conversations", params={"limit": 10**6}),
+            "a content memctx refuses": c.post("/v1/conversations/c/messages",
+                                               json={"messages": [{"role": "user", "content": "a\x00b"}]}),
+            "not JSON": c.post("/v1/conversations", content=b"{nope", headers={"Content-Type": "application/json"}),
+        }
+    for what, answer in answers.items():
+        body = answer.json()
+        assert 400 <= answer.status_code < 500 and isinstance(body.get("detail"), str) and body["detail"], (what, body)
+        assert set(body) <= {"detail", "errors"}, (what, body)
+        for item in body.get("errors", []):
+            assert set(item) == {"loc", "msg", "type"} and item["msg"] in body["detail"], (what, body)
+    assert answers["a field's shape"].json()["errors"][0]["loc"] == ["body", "limit"]
+    documented = httpx.get(f"{api_server}/openapi.json").json()["components"]["schemas"]["HTTPValidationError"]
+    assert documented["properties"]["detail"]["type"] == "string" and "errors" in documented["properties"]
+    assert answers["a limit of the server"].json()["errors"][0]["loc"] == ["query", "limit"]

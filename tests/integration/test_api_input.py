@@ -110,7 +110,8 @@ def test_bad_input_is_a_4xx_naming_the_field_and_stores_nothing(small_batches, a
                       headers={"Content-Type": "application/json"})
         assert 400 <= r.status_code < 500, (r.status_code, r.text)
         assert r.status_code in (400, 422), r.text
-        assert names in r.text, r.text
+        assert names in r.json()["detail"], r.text  # one error shape: a sentence that names the field
+        assert set(r.json()) <= {"detail", "errors"}
         assert {t: _count(database_url, t, user) for t in ("conversations", "messages")} == before
 
 

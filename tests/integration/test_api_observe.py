@@ -11,8 +11,9 @@ import uuid
 
 import pytest
 
-from api.observe import QUIET_LOGGERS, configure_logging
+from api.observe import configure_logging
 from api_support import client
+from memctx.logs import QUIET_LOGGERS
 from memctx.models import NewMessage
 
 SECRET_MESSAGE = "my locker code is 8812-SECRET"

@@ -270,8 +270,8 @@ def test_a_blank_query_is_refused_by_the_api_as_by_mcp(api_server, alice):
         context = httpx.post(f"{api_server}/v1/conversations/paint/context", headers=auth,
                              json={"query": query, "token_budget": 500})
         for answer in (searched, context):
-            assert answer.status_code == 422 and answer.json()["detail"][0]["loc"] == ["body", "query"], answer.text
-    assert "query is empty" in searched.json()["detail"][0]["msg"]
+            assert answer.status_code == 422 and answer.json()["errors"][0]["loc"] == ["body", "query"], answer.text
+    assert "query is empty" in searched.json()["detail"]
 
 
 def test_stdio_without_a_migrated_database_says_so_in_one_line_and_stops_its_postgres(tmp_path, alice):

@@ -42,6 +42,8 @@ def test_in_a_tool_loop_the_loop_is_passed_as_it_is():
     (["u1", "A-edited", "u2"], ["u1", "a1"], 2),  # the client changed a stored reply: memory keeps its own
     (["a3", "u4"], ["u1", "a1", "u2", "a2", "u3", "a3"], 1),  # a client that sends a window of its history
     (["u1", "a1", "yes", "a2", "yes"], ["u1", "a1", "yes", "a2"], 4),
+    (["u1", "a1", "u3"], ["u1", "a1", "u2", "a2"], 2),  # another device added u2, a2: only u3 is new
+    (["u1", "a1", "yes"], ["u1", "a1", "yes", "a2"], 2),  # said again: a reply was stored after the first
 ])
 def test_the_messages_a_conversation_already_holds_are_not_new(sent, stored, first_new):
     assert unstored(sent, stored).first_new == first_new
