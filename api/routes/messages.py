@@ -28,7 +28,8 @@ def append_messages(conversation: ConversationPath, body: MessagesIn, who: Calle
         NewMessage.build(m.role, m.content, external_id=m.id, created_at=m.created_at, metadata=m.metadata,
                          record=record) for m, record in zip(body.messages, records)])
     prepared = who.app.store.prepare(batch.messages, records=records)
-    stored = who.app.store.append_messages(who.user_id, conversation_id(who, conversation), prepared)
+    stored = who.app.store.append_messages(who.user_id, conversation_id(who, conversation), prepared,
+                                           embed=settings.append_embedding == "request")
     return MessagesOut(messages=[MessageOut.model_validate(m) for m in stored])
 
 
