@@ -19,10 +19,12 @@ written during the load waited (processed_at - created_at, p50 / p95).
 
 Arms (`--arms`) are where an append's messages are embedded (MEMCTX_APPEND_EMBEDDING): `request`
 (inside the append) and `worker` (by the background worker; memory search finds them by full text
-until then). `--rounds 2` runs them A B B A, so that a drift of the machine's load weighs on both.
+until then); with `:process` the worker runs as its own process (`memctx serve --no-worker` and
+`memctx worker`) instead of a thread of the server's. `--rounds 2` runs them A B B A, so that a
+drift of the machine's load weighs on both.
 
-    python bench/turns.py [--locomo PATH] [--conversations 64] [--seconds 20] [--arms request,worker]
-                          [--rounds 1] [--json]
+    python bench/turns.py [--locomo PATH] [--conversations 64] [--rate TURNS_PER_S] [--seconds 20]
+                          [--arms request,worker] [--rounds 1] [--json]
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from memctx.store.ingest import ConversationInput, load_file  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "locomo-mini.json"
-ARMS = ("request", "worker")
+ARMS = ("request", "worker", "request:process", "worker:process")
 MAX_CONVERSATIONS = 512  # one connection and one user each: beyond this the bench measures the client
 MAX_SECONDS = 300.0
 
@@ -70,6 +72,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--conversations", type=int, default=64, help="concurrent conversations (one user each)")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured load per arm and round")
     parser.add_argument("--warmup", type=float, default=3.0, help="load before the measured part, not counted")
+    parser.add_argument("--rate", type=float, default=None,
+                        help="open loop: turns per second offered, spread over the conversations (default: "
+                             "closed loop, each conversation starts its next turn when the last one ends)")
     parser.add_argument("--history", type=int, default=40, help="turns stored in each conversation before the load")
     parser.add_argument("--budget", type=int, default=2000, help="the context's token budget")
     parser.add_argument("--arms", default="request", help=f"comma-separated, of: {', '.join(ARMS)}")
@@ -83,6 +88,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--conversations must be between 1 and {MAX_CONVERSATIONS}, not {args.conversations}")
     if not 0 < args.seconds <= MAX_SECONDS:
         parser.error(f"--seconds must be more than 0 and at most {MAX_SECONDS:g}, not {args.seconds:g}")
+    if args.rate is not None and not args.rate > 0:
+        parser.error(f"--rate must be more than 0 turns per second, not {args.rate:g}")
     if args.warmup < 0 or args.history < 0 or args.rounds not in (1, 2):
         parser.error("--warmup and --history cannot be negative, and --rounds is 1 or 2")
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
@@ -167,10 +174,12 @@ class Load:
 
 
 async def run_load(base: str, names: list[str], secrets: list[str], plays: list[Script], budget: int,
-                   warmup: float, seconds: float, timeout: float, progress: list[int]) -> Load:
+                   warmup: float, seconds: float, timeout: float, progress: list[int], rate: float | None) -> Load:
     """Every conversation runs turns back to back until the time is up; a turn counts if it ends
     within the measured `seconds` after the warm-up (a closed loop: with N conversations there are
-    always N turns in flight). `progress[k]` is conversation k's next turn."""
+    always N turns in flight). Given `rate`, the loop is open: conversation k starts its turns on a
+    schedule of rate/N per second (staggered), or at once when it is behind it, so that both arms
+    of an A/B are offered the same turns. `progress[k]` is conversation k's next turn."""
     load = Load()
     limits = httpx.Limits(max_connections=len(names), max_keepalive_connections=len(names))
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout) as http:
@@ -180,7 +189,14 @@ async def run_load(base: str, names: list[str], secrets: list[str], plays: list[
         async def converse(k: int) -> None:
             headers = {"Authorization": f"Bearer {secrets[k]}"}
             play = plays[k]
+            period = len(names) / rate if rate else 0.0
+            due = begin + period * k / len(names)
             while time.monotonic() < stop and progress[k] < len(play.turns):
+                if period:
+                    await asyncio.sleep(max(0.0, due - time.monotonic()))
+                    due += period
+                    if time.monotonic() >= stop:
+                        break
                 i = progress[k]
                 progress[k] += 1
                 sent = [{"role": m.role, "content": m.text, "id": f"load-{i}-{j}"} for j, m in enumerate(play.turns[i])]
@@ -217,21 +233,24 @@ def quantiles(values: list[float]) -> dict:
 
 def run_arm(arm: str, base_settings: Settings, args: argparse.Namespace, plays: list[Script], vectors: dict) -> dict:
     admin = db.database_url(base_settings)
-    name = f"{args.database}_{arm}"
+    embedding, _, placement = arm.partition(":")
+    name = f"{args.database}_{arm.replace(':', '_')}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'drop database if exists "{name}" with (force)')
         conn.execute(f'create database "{name}"')
     url = make_conninfo(admin, dbname=name)
     settings = base_settings.model_copy(update={"database_url": url})
     max_attempts = settings.outbox_max_attempts
-    server = None
+    children: list[subprocess.Popen] = []
     try:
         prepare_database(settings, url)
         names, secrets = seed(settings, plays, vectors)
         port = free_port()
-        env = {**os.environ, "MEMCTX_DATABASE_URL": url, "MEMCTX_APPEND_EMBEDDING": arm}
-        server = subprocess.Popen([sys.executable, "-m", "memctx", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                                  env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env = {**os.environ, "MEMCTX_DATABASE_URL": url, "MEMCTX_APPEND_EMBEDDING": embedding}
+        serve = ["serve", "--host", "127.0.0.1", "--port", str(port)] + (["--no-worker"] if placement else [])
+        for command in [serve] + ([["worker"]] if placement else []):
+            children.append(subprocess.Popen([sys.executable, "-m", "memctx", *command], env=env, cwd=ROOT,
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         base = f"http://127.0.0.1:{port}"
         wait_up(base + "/healthz")
         seeded_drain = wait_drained(url, max_attempts, args.drain_timeout)
@@ -244,7 +263,7 @@ def run_arm(arm: str, base_settings: Settings, args: argparse.Namespace, plays: 
         cpu = time.process_time()
         try:
             load = asyncio.run(run_load(base, names, secrets, plays, args.budget, args.warmup, args.seconds,
-                                        args.timeout, [0] * len(plays)))
+                                        args.timeout, [0] * len(plays), args.rate))
         finally:
             stop.set()
             sampler.join()
@@ -258,9 +277,9 @@ def run_arm(arm: str, base_settings: Settings, args: argparse.Namespace, plays: 
                 "select extract(epoch from processed_at - created_at)::float8 as s from memctx.outbox "
                 "where created_at >= %s and processed_at is not null", (load_started,))]
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(60)
+        for child in children:
+            child.terminate()
+            child.wait(60)
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'drop database if exists "{name}" with (force)')
 
@@ -295,7 +314,7 @@ def main(argv: list[str] | None = None) -> dict:
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "load_average": {"before": load_before, "after": [round(x, 2) for x in os.getloadavg()]},
-        "conversations": args.conversations, "seconds": args.seconds, "history_turns": args.history,
+        "conversations": args.conversations, "rate": args.rate, "seconds": args.seconds, "history_turns": args.history,
         "token_budget": args.budget, "runs": results,
     }
     if len(args.arms) == 2:
@@ -312,7 +331,8 @@ def main(argv: list[str] | None = None) -> dict:
         print(json.dumps(report, indent=1))
         return report
     print(f"{report['date']}  {report['machine']}  load {load_before} -> {report['load_average']['after']}")
-    print(f"{args.conversations} conversations, {args.seconds:g} s per run (+{args.warmup:g} s warm-up), "
+    print(f"{args.conversations} conversations, "
+          f"{f'{args.rate:g} turns/s offered' if args.rate else 'closed loop'}, {args.seconds:g} s per run (+{args.warmup:g} s warm-up), "
           f"{args.history} turns of history each, budget {args.budget}")
     for r in results:
         b = r["backlog"]

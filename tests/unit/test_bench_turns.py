@@ -28,9 +28,10 @@ def turns():
     (["--conversations", "10000"], "--conversations must be between 1 and 512, not 10000"),
     (["--seconds", "0"], "--seconds must be more than 0 and at most 300, not 0"),
     (["--seconds", "3600"], "--seconds must be more than 0 and at most 300, not 3600"),
-    (["--arms", "request,gpu"], "--arms takes distinct names of request, worker; got 'request,gpu'"),
+    (["--arms", "request,gpu"], "--arms takes distinct names of request, worker, request:process, worker:process; got 'request,gpu'"),
     (["--arms", "worker,worker"], "--arms takes distinct names"),
     (["--rounds", "3"], "--rounds is 1 or 2"),
+    (["--rate", "0"], "--rate must be more than 0 turns per second, not 0"),
 ])
 def test_bad_arguments_are_refused_before_any_work(turns, capsys, argv, flag):
     with pytest.raises(SystemExit) as exit_:
