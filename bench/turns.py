@@ -77,7 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "closed loop, each conversation starts its next turn when the last one ends)")
     parser.add_argument("--history", type=int, default=40, help="turns stored in each conversation before the load")
     parser.add_argument("--budget", type=int, default=2000, help="the context's token budget")
-    parser.add_argument("--arms", default="request", help=f"comma-separated, of: {', '.join(ARMS)}")
+    parser.add_argument("--arms", default="worker", help=f"comma-separated, of: {', '.join(ARMS)} (default: "
+                                                           "the default setting, worker)")
     parser.add_argument("--rounds", type=int, default=1, help="1: each arm once; 2: A B B A")
     parser.add_argument("--drain-timeout", type=float, default=120.0, help="longest wait for the worker to catch up")
     parser.add_argument("--sample-s", type=float, default=0.5, help="seconds between backlog samples")

@@ -20,7 +20,8 @@ router = APIRouter(prefix="/v1/conversations/{conversation}/messages", tags=["me
 def append_messages(conversation: ConversationPath, body: MessagesIn, who: CallerDep,
                     settings: SettingsDep) -> MessagesOut:
     """Append messages in order, in one transaction. Messages whose `id` the conversation already
-    holds are skipped (a retried request stores nothing twice); the answer lists those stored now."""
+    holds are skipped (a retried request stores nothing twice); the answer lists those stored now.
+    The worker embeds them after the answer (MEMCTX_APPEND_EMBEDDING=request: before it)."""
     if len(body.messages) > settings.api_max_batch_messages:
         field_error(["body", "messages"], f"at most {settings.api_max_batch_messages} messages per request")
     records = [f"messages[{i}]" for i in range(len(body.messages))]

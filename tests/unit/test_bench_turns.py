@@ -42,7 +42,7 @@ def test_bad_arguments_are_refused_before_any_work(turns, capsys, argv, flag):
 
 def test_defaults_and_the_abba_order(turns):
     args = turns.parse_args([])
-    assert (args.conversations, args.seconds, args.order) == (64, 20.0, ["request"])
+    assert (args.conversations, args.seconds, args.order) == (64, 20.0, ["worker"])
     assert turns.parse_args(["--arms", "request,worker", "--rounds", "2"]).order == \
         ["request", "worker", "worker", "request"]
 
