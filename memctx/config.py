@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     embedding_api_key: SecretStr | None = None
     embed_batch_size: int = Field(default=16, ge=1, description="texts per batch of the local embedder (16 pads least on chat turns)")
     embed_threads: int = Field(default=2, ge=1, description="onnxruntime intra-op threads")
+    append_embedding: Literal["request", "worker"] = Field(
+        default="worker", description="where an API append's messages are embedded: 'worker' (the background "
+                                      "worker embeds them; until then memory search finds them by full text) or "
+                                      "'request' (inside the append, before it answers)")
     model_cache: Path = Field(default_factory=default_model_cache,
                               description="where the local embedder keeps the int8 query model it builds once")
 

@@ -20,7 +20,8 @@ router = APIRouter(prefix="/v1/conversations/{conversation}/messages", tags=["me
 def append_messages(conversation: ConversationPath, body: MessagesIn, who: CallerDep,
                     settings: SettingsDep) -> MessagesOut:
     """Append messages in order, in one transaction. Messages whose `id` the conversation already
-    holds are skipped (a retried request stores nothing twice); the answer lists those stored now."""
+    holds are skipped (a retried request stores nothing twice); the answer lists those stored now.
+    The worker embeds them after the answer (MEMCTX_APPEND_EMBEDDING=request: before it)."""
     if len(body.messages) > settings.api_max_batch_messages:
         field_error(["body", "messages"], f"at most {settings.api_max_batch_messages} messages per request")
     records = [f"messages[{i}]" for i in range(len(body.messages))]
@@ -28,7 +29,8 @@ def append_messages(conversation: ConversationPath, body: MessagesIn, who: Calle
         NewMessage.build(m.role, m.content, external_id=m.id, created_at=m.created_at, metadata=m.metadata,
                          record=record) for m, record in zip(body.messages, records)])
     prepared = who.app.store.prepare(batch.messages, records=records)
-    stored = who.app.store.append_messages(who.user_id, conversation_id(who, conversation), prepared)
+    stored = who.app.store.append_messages(who.user_id, conversation_id(who, conversation), prepared,
+                                           embed=settings.append_embedding == "request")
     return MessagesOut(messages=[MessageOut.model_validate(m) for m in stored])
 
 
