@@ -21,8 +21,9 @@ from weakref import WeakKeyDictionary
 from psycopg_pool import ConnectionPool
 
 from memctx.assemble.budget import MIN_MESSAGE_TOKENS, BudgetTooSmall, CachedCounter, shares
+from memctx.assemble.corrections import Correction, Statement, replaced_note, superseded, turn_sentences
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
-from memctx.assemble.memories import fill_memories
+from memctx.assemble.memories import MemorySection, fill_memories
 from memctx.assemble.render import external_block, external_section
 from memctx.assemble.repeats import keys
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
@@ -134,6 +135,7 @@ class ContextAssembler:
             memory_budget = available - current_tokens - external_tokens
             timings["external"] = _ms(t0)
         shown = {str(t["id"]) for t in items.turns}
+        memories, replaced = self._supersede(items, memories)
         recalled = fill_memories(memories, shown | said_already(memories, _said(items.turns)), memory_budget,
                                  self.counter)
         # Shares are targets, not walls: what the current context leaves goes to the memories
@@ -146,13 +148,14 @@ class ContextAssembler:
             if refit[3] > current_tokens:
                 current_share, memory_budget = wider, recalled.tokens
                 items, cuts, current_messages, current_tokens = refit
+                back = {str(t["id"]) for t in items.turns}
+                if back & {str(s.id) for s in recalled.sources}:  # a turn put back was a memory: once is enough
+                    recalled = fill_memories(memories, back | said_already(memories, _said(items.turns)),
+                                             memory_budget, self.counter)
+        # Each thing once: the summaries and board lines leave out what the turns shown say, and
+        # what a correction replaced.
+        current_messages, current_tokens = self._say_once(items, recalled, memories, replaced)
         cuts += recalled.cuts
-        # Each thing once: the summaries and board lines leave out what the turns shown say.
-        said = _said(items.turns) | (keys(recalled.message["content"]) if recalled.message else set())
-        items.say_once(said, {str(t["id"]) for t in items.turns}
-                       | {str(s.id) for s in recalled.sources if s.kind == "message"})
-        current_messages = items.messages()
-        current_tokens = sum(message_tokens(self.counter, m["role"], m["content"]) for m in current_messages)
         messages = [system, *external_messages, *([recalled.message] if recalled.message else []), *current_messages, ask]
         total = messages_tokens(self.counter, messages)
         assert total <= budget, f"assembled {total} tokens over the budget of {budget}"
@@ -215,6 +218,43 @@ class ContextAssembler:
         timings["total"] = _ms(started)
         return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total, sections=sections,
                               sources=sources, cuts=cuts, timings_ms=timings, external=report)
+
+    def _say_once(self, items: CurrentItems, recalled: MemorySection, memories: Sequence[Memory], replaced: set[str]
+                  ) -> tuple[list[dict[str, str]], int]:
+        """The current context without what its turns, the memories or a correction already say
+        (in place); its messages and tokens."""
+        # The memories' sentences from their turns' texts (cached per turn), not from the section's
+        # text, which is new on every call.
+        texts = {str(f.id): f.text for m in memories for f in m.fragments} | {
+            str(m.id): m.text for m in memories if m.kind != "message"}
+        said = set().union(_said(items.turns), replaced, *(keys(texts.get(str(s.id), "")) for s in recalled.sources))
+        items.say_once(said, {str(t["id"]) for t in items.turns}
+                       | {str(s.id) for s in recalled.sources if s.kind == "message"})
+        messages = items.messages()
+        return messages, sum(message_tokens(self.counter, m["role"], m["content"]) for m in messages)
+
+    @staticmethod
+    def _supersede(items: CurrentItems, memories: list[Memory]) -> tuple[list[Memory], set[str]]:
+        """What the board's corrections replace: the memories with each replaced turn marked as
+        such, and the sentences the summaries must leave out."""
+        if not items.corrections:
+            return memories, set()
+        fragments = [f for m in memories for f in m.fragments]
+        statements = [*(Statement(f.who, s, str(f.id), f.seq) for f in fragments for s in turn_sentences(f.text)),
+                      *items.summary_statements()]
+        seqs = {**{str(f.id): f.seq for f in fragments if f.seq is not None},
+                **{str(t["id"]): t["last_seq"] for t in items.turns}}
+        said, turns = superseded(items.corrections, statements, seqs)
+        if not turns:
+            return memories, said
+        times = {**{str(f.id): f.time for f in fragments}, **{str(t["id"]): t["created_at"] for t in items.turns}}
+
+        def note(correction: Correction) -> str:
+            return replaced_note(correction, min((times[s] for s in correction.sources if times.get(s)), default=None))
+
+        return [replace(m, fragments=tuple(replace(f, text=f.text + note(turns[str(f.id)])) if str(f.id) in turns
+                                           else f for f in m.fragments))
+                if any(str(f.id) in turns for f in m.fragments) else m for m in memories], said
 
     def _fixed_section(self, name: str, message: dict[str, str]) -> SectionReport:
         tokens = message_tokens(self.counter, message["role"], message["content"])

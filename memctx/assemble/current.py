@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 from uuid import UUID
 
+from memctx.assemble.corrections import Correction, Statement, corrections_of, summary_statements
 from memctx.assemble.render import current_section
 from memctx.assemble.repeats import keys, strip_said
 from memctx.assemble.types import Cut, Source
@@ -52,6 +53,7 @@ class CurrentItems:
     constraints: list[str] = field(default_factory=list)
     turns: list[Mapping[str, Any]] = field(default_factory=list)  # oldest first
     item_sources: dict[str, frozenset[str]] = field(default_factory=dict)  # board line → its source message ids
+    corrections: list[Correction] = field(default_factory=list)  # the board's constraints that correct
     compressed: str | None = None
     compressed_ids: tuple[str, ...] = ()
     compressed_range: tuple[int, int] = (0, 0)
@@ -70,6 +72,7 @@ class CurrentItems:
             items.facts = _texts(extra.get("key_facts"))
             items.constraints = _texts(extra.get("constraints"))
             items.item_sources = {**_source_ids(extra.get("key_facts")), **_source_ids(extra.get("constraints"))}
+            items.corrections = corrections_of(extra.get("constraints"))
         turns = sorted((r for r in rows if r["kind"] == "message"), key=lambda r: r["last_seq"])
         items.turns = turns[-recent_turns:] if recent_turns else []
         return items
@@ -101,6 +104,12 @@ class CurrentItems:
                           if s["content"]]
         if self.compressed:
             self.compressed = strip_said(self.compressed, said) or None
+
+    def summary_statements(self) -> list[Statement]:
+        """The sentences of the master, running summary, level summaries and compressed turns."""
+        texts = [self.master["content"] if self.master else "", self.board["content"] if self.board else "",
+                 *(s["content"] for s in self.summaries), self.compressed or ""]
+        return [st for text in texts if text for st in summary_statements(text)]
 
     def messages(self) -> list[dict[str, str]]:
         text = current_section(

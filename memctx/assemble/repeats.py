@@ -26,6 +26,7 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
 
 
+@lru_cache(maxsize=65_536)
 def key(sentence: str) -> str | None:
     """What a sentence says, comparable across sections: its words, lowercase, without a leading
     speaker, date or bullet; None when it has fewer than five words."""

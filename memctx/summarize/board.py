@@ -229,7 +229,12 @@ _CORRECTION_WORDS = frozenset("actually no nope sorry meant correction now inste
 
 def _slots(item: BoardItem) -> set[str]:
     """The words of what an item says (who said it left out), a slot standing for its words."""
-    text = unprefixed(item).text
+    return said_slots(unprefixed(item).text)
+
+
+def said_slots(text: str) -> set[str]:
+    """The words of a sentence that say what it is about, a slot standing for its words (the
+    context applies the same rule to the sentences it would show)."""
     said = set(words(text.lower()))
     return {_SLOTS.get(w, w) for w in said if w not in STOPWORDS and w not in _CORRECTION_WORDS and len(w) > 2}
 

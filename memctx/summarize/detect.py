@@ -247,7 +247,7 @@ _CORRECTION = re.compile(
     r"(?:^|[.!?]\s+)actually,?\s+(?:I'm|I\s+am|I'll|I\s+will|we'll|it's|it\s+is|it\s+was|that's|the|my|we're|I\s+don't|"
     r"I\s+can't|no\b|"
     r"I\s+(?:prefer|meant|changed|switched))|\bI\s+meant\b|\bcorrection\b|\bto\s+clarify\b|\bscratch\s+that\b|"
-    r"\bI\s+misspoke\b|\bthat'?s\s+(?:not\s+right|wrong|incorrect)\b|\bI\s+was\s+wrong\b|"
+    r"\bI\s+(?:misspoke|misread|misheard)\b|\b\d[\d,.:]*(?:\s+[A-Za-z]+)?,?\s+not\s+\d|\bthat'?s\s+(?:not\s+right|wrong|incorrect)\b|\bI\s+was\s+wrong\b|"
     r"^\s*(?:no|nope|sorry|oops),?\s+(?:it'?s|it\s+is|the|my|I\s+said|I\s+meant|I'm|I\s+am|we're|not)\b|"
     r"\b(?:changed|change)\s+(?:my\s+mind|of\s+plans?)\b|\bnot\s+[\w'-]+(?:\s+[\w'-]+){0,2},?\s+but\s+(?:\w+\s+)?"
     r"(?-i:\d|[A-Z][a-z])|\bno\s+longer\b|\bany\s*more\b(?=.*\b(?:now|instead)\b)|\binstead\s+of\b.*\bnow\b|"

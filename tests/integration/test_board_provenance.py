@@ -26,10 +26,14 @@ TURNS = [
 ]
 
 
-def _conversation(app):
+def _conversation(app, filler: int = 0):
+    """The walks chat, after `filler` turns of small talk (a longer history is compressed)."""
     conv = app.store.create_conversation(USER, external_id="walks")
-    messages = [NewMessage.build(role, text, external_id=f"t{i}", metadata={"speaker": who})
-                for i, (role, who, text) in enumerate(TURNS, start=1)]
+    small_talk = [NewMessage.build("user" if i % 2 else "assistant", f"Small talk number {i} about the weather "
+                                   f"in town and the bus number {i + 7}.", external_id=f"f{i}",
+                                   metadata={"speaker": "Bo" if i % 2 == 0 else "Ana"}) for i in range(filler)]
+    messages = small_talk + [NewMessage.build(role, text, external_id=f"t{i}", metadata={"speaker": who})
+                             for i, (role, who, text) in enumerate(TURNS, start=1)]
     app.store.append_messages(USER, conv.id, messages)
     catchup.catch_up(app, USER, conv.id, force_board=True)
     return conv
@@ -87,9 +91,16 @@ def test_an_edit_keeps_the_sources_and_marks_the_item(app, database_url, monkeyp
 
 
 def test_the_context_shows_only_the_corrected_preference(app):
+    conv = _conversation(app, filler=60)
+    for budget in (300, 500):
+        wc = get_working_context(app, conv.id, "Which walks does Ana like?", budget, user=USER)
+        assert "Actually, I prefer evening walks now." in wc.text
+        stated = [line for m in wc.messages if m["role"] == "system" for line in m["content"].splitlines()
+                  if "I prefer morning walks" in line and "(replaced" not in line]
+        assert stated == [], wc.text  # in summaries and memories the old preference is gone or marked
+
+
+def test_a_short_history_is_the_context_with_the_correction_after_the_statement(app):
     conv = _conversation(app)
     wc = get_working_context(app, conv.id, "Which walks does Ana like?", 2000, user=USER)
-    after = wc.text.split("Constraints and preferences to respect:\n")[1].splitlines()
-    rules = [line for line in after[:next((i for i, x in enumerate(after) if not x.startswith("- ")), len(after))]]
-    assert rules == ["- Ana: Please don't book evening slots.", "- Ana: Actually, I prefer evening walks now."]
-    assert "- Ana: I adopted a dog named Max in May\n" in wc.text  # a fact says who, though the board groups it
+    assert [m["content"] for m in wc.messages[1:-1]] == [text for _, _, text in TURNS]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from memctx.tokens import messages_tokens
 from memctx.assemble.repeats import repeated_sentences
 from memctx.models import NewMessage
 from memctx.pipeline.catchup import catch_up
+from memctx.store.ingest import ingest, load_file
 from support import TRIP
 
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
@@ -97,3 +99,37 @@ def test_each_thing_is_said_once(app, budget):
     for query in ("Which restaurants should we book for dinner?", "When do we land and what is the budget?"):
         wc = assembler_for(app).get_working_context(user, conv.id, query, budget)
         assert repeated_sentences(wc.messages) == 0, wc.text
+
+
+DEMO = Path(__file__).resolve().parents[2] / "memctx" / "data" / "demo.jsonl"
+
+
+def _stale(wc, old: str) -> list[str]:
+    """Lines of the context's system messages (memories, summaries, board) that state `old` as
+    current: without a "(replaced … by: …)" mark."""
+    return [line for m in wc.messages[1:-1] if m["role"] == "system" for line in m["content"].splitlines()
+            if old in line and "(replaced" not in line]
+
+
+@pytest.mark.parametrize("budget", [350, 500, 700])
+def test_a_correction_supersedes_in_the_demo(app, budget):
+    user = uuid.uuid4()
+    conv = next(r for r in ingest(app.store, load_file(DEMO, "jsonl"), user) if r.external_id == "lisbon-trip")
+    catch_up(app, user, conv.conversation_id)
+    wc = assembler_for(app).get_working_context(user, conv.conversation_id, "When do we land in Lisbon?", budget)
+    assert "land on 25 May" in wc.text or "arrival 25 May" in wc.text
+    assert _stale(wc, "24 May") == [], wc.text
+    assert repeated_sentences(wc.messages) == 0, wc.text
+    marked = [line for line in wc.text.splitlines() if "(replaced on 2 March 2026 by: Actually, we land on 25 May" in line]
+    assert all(line.startswith("Priya: We land on 24 May") for line in marked)
+
+
+@pytest.mark.parametrize("budget", [250, 400])
+def test_a_correction_supersedes_in_the_trip(app, budget):
+    user = uuid.uuid4()
+    conv = _trip(app, user)
+    catch_up(app, user, conv.id)
+    for query in ("What is our budget for the trip?", "When do we land?"):
+        wc = assembler_for(app).get_working_context(user, conv.id, query, budget)
+        assert _stale(wc, "1,500 euros") == [] and _stale(wc, "land on 24 May") == [], wc.text
+        assert repeated_sentences(wc.messages) == 0

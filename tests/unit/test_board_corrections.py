@@ -32,6 +32,7 @@ CASES = [
     ("Please don't call me before 10 am.", "Sorry, I meant don't call me before 11 am."),
     ("My meeting with Dana is on Friday.", "Correction: my meeting with Dana is on Thursday."),
     ("I'll send you the report on Monday.", "Actually, I'll send you the report on Wednesday."),
+    ("I'll land in Lisbon on 24 May at 9:40.", "Actually, we land on 25 May, not 24 — I misread the booking."),
 ]
 
 
