@@ -21,6 +21,7 @@ from __future__ import annotations
 import gzip
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -54,9 +55,10 @@ INSTANCE_USERS = UUID("0b7d3c52-1f4e-5a09-8c6d-2e9f4a7b1c38")  # namespace of th
 
 @dataclass(frozen=True)
 class Session:
-    session_id: str
+    session_id: str  # unique within the instance: the dataset's id, "#2" added for a repeat
     date: datetime
     turns: tuple[Mapping[str, Any], ...]
+    source_id: str  # the dataset's id, as answer_session_ids names it
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,8 @@ class Instance:
 
     @property
     def evidence(self) -> dict[str, str]:
-        """External id of each evidence turn → the session it was said in."""
-        return {turn_id(s.session_id, i): s.session_id for s in self.sessions for i, t in enumerate(s.turns)
+        """External id of each evidence turn → the session it was said in (the dataset's id)."""
+        return {turn_id(s.session_id, i): s.source_id for s in self.sessions for i, t in enumerate(s.turns)
                 if t.get("has_answer")}
 
 
@@ -117,14 +119,14 @@ def _instance(item: Any, index: int, source: str) -> Instance:
     ids, dates, sessions = item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"]
     if not (isinstance(sessions, list) and len(ids) == len(dates) == len(sessions)):
         raise InvalidInput("haystack_session_ids, haystack_dates and haystack_sessions differ in length", record=record)
-    if len(set(map(str, ids))) != len(ids):
-        raise InvalidInput("a haystack session id appears twice", record=record)
-    built = []
-    for sid, when, turns in zip(ids, dates, sessions):
+    built, seen = [], Counter()
+    for sid, when, turns in zip(map(str, ids), dates, sessions):
         if not isinstance(turns, list) or any(not isinstance(t, dict) or "role" not in t or "content" not in t
                                               for t in turns):
             raise InvalidInput(f"session {sid}: each turn needs role and content", record=record)
-        built.append(Session(str(sid), parse_date(when, record), tuple(turns)))
+        seen[sid] += 1  # a few haystacks hold one session twice, at two dates: two conversations
+        built.append(Session(sid if seen[sid] == 1 else f"{sid}#{seen[sid]}", parse_date(when, record), tuple(turns),
+                             sid))
     return Instance(question_id=qid, question_type=str(item["question_type"]), question=str(item["question"]),
                     answer=str(item["answer"]), question_date=parse_date(item["question_date"], record),
                     sessions=tuple(built), answer_sessions=tuple(map(str, item.get("answer_session_ids") or ())))
