@@ -150,16 +150,14 @@ dense_index as materialized (
 -- name: search_dense_rank
 -- (Shared block.) The dense list from dense_turns: similarity smoothed over the neighbouring
 -- turns of the same conversation (a turn inside a relevant stretch of conversation ranks above
--- an isolated look-alike; smooth = 0 turns this off), top k_dense. The mean is over the
--- neighbours a turn has: the first turn of a conversation (a chat's opening request, often what
--- a question is about) is not scored as if it had an unrelated turn before it.
+-- an isolated look-alike; smooth = 0 turns this off), top k_dense.
 -- Ties are broken by position, then conversation (turns of a user's conversations share seqs),
 -- so that a ranking never depends on the plan (the full-text lists do the same).
 dense as (
   select x.id, x.conversation_id, x.seq, row_number() over (order by x.score desc, x.seq desc, x.conversation_id) as rank
     from (select t.id, t.conversation_id, t.seq, t.near,
-                 t.sim + %(smooth)s::float8 * (coalesce(lag(t.sim) over w, 0) + coalesce(lead(t.sim) over w, 0))
-                   / greatest((lag(t.sim) over w is not null)::int + (lead(t.sim) over w is not null)::int, 1) as score
+                 t.sim + %(smooth)s::float8 * (coalesce(lag(t.sim) over w, 0) + coalesce(lead(t.sim) over w, 0)) / 2
+                   as score
             from dense_turns t window w as (partition by t.conversation_id order by t.seq)) x
    where x.score is not null and x.near <= 1
    order by x.score desc, x.seq desc, x.conversation_id
