@@ -43,24 +43,30 @@ def worth(memory: Memory, fragments: Sequence[Fragment]) -> float:
     return memory.score / max(1.0, tokens / LINE_TOKENS)
 
 
-def offers(memories: Sequence[Memory]) -> list[tuple[Memory, list[Fragment]]]:
+def offers(memories: Sequence[Memory]) -> list[tuple[Memory, Sequence[Fragment]]]:
     """What the section may take, best worth first. Each memory is offered whole (its hit and
     every turn that comes with it), with its short companions only (`companions`), and, where
     the hit itself is longer than a line, with its short companions alone: the cheap side of a
     relevant exchange (often the user's own words) when the long turn is not worth its room.
     Each offer is worth the memory's score per line it costs, so a long turn comes in when its
     exchange ranks high enough to pay for it; an offer whose turns are already shown adds only
-    the rest."""
-    found = []
+    the rest. Where no turn is longer than a line, that is the search's order."""
+    found: list[tuple[float, int, Memory, Sequence[Fragment]]] = []
     for memory in memories:
-        whole = list(memory.fragments)
-        short = companions(memory)
-        choices = [whole] if len(short) == len(whole) else [whole, short]
+        whole = memory.fragments
+        if memory.kind != "message":
+            found.append((-worth(memory, whole), len(found), memory, whole))
+            continue
+        if all(f.token_count <= LINE_TOKENS for f in whole):
+            found.append((-memory.score, len(found), memory, whole))
+            continue
+        choices = [whole, short := companions(memory)]
         hit = next((f for f in whole if f.id == memory.id), None)
-        if memory.kind == "message" and hit is not None and hit.token_count > LINE_TOKENS and len(short) > 1:
+        if hit is not None and hit.token_count > LINE_TOKENS and len(short) > 1:
             choices.append([f for f in short if f.id != memory.id])
-        found += [(memory, fragments) for fragments in choices]
-    return sorted(found, key=lambda offer: -worth(*offer))
+        found += [(-worth(memory, c), len(found) + i, memory, c) for i, c in enumerate(choices)]
+    found.sort(key=lambda offer: offer[:2])
+    return [(memory, fragments) for _, _, memory, fragments in found]
 
 
 @dataclass(frozen=True)
