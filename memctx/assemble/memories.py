@@ -4,8 +4,8 @@ Owns: choosing which memories fit, with each session's header counted once howev
 turns are shown, and the sources and cuts of the section. Tokens are the currency, line by line:
 a memory is taken by its search score per line of `LINE_TOKENS` its longest turn costs (`worth`),
 so a 400-token reply must score four times as high as a 100-token turn to take the room of four
-of them, and a long turn that comes along with a hit (its partner) must pay for itself too. The text is
-memctx.assemble.render's; this module never shortens a turn.
+of them, and a long turn that comes along with a hit (its partner) must pay for itself too. The
+text is memctx.assemble.render's; this module never shortens a turn.
 """
 
 from __future__ import annotations
@@ -142,9 +142,9 @@ def _insert(seqs: list[int], seq: int | None) -> int:
 def fill_memories(memories: Sequence[Memory], shown: set[str], budget: int, counter: TokenCounter) -> MemorySection:
     """Fill the memory section best first within `budget` tokens (its whole message, exact).
 
-    Takes, by worth per line (`worth`), every memory whose cost fits what is left; a memory that
-    does not fit is skipped and a smaller later one may still fit. Turns already shown (`shown`: the current
-    context's) are not repeated; a memory with nothing new is skipped."""
+    Takes, by worth per line (`offers`), every memory whose cost fits what is left; a memory
+    that does not fit is skipped and a smaller later one may still fit. Turns already shown
+    (`shown`: the current context's) are not repeated; a memory with nothing new is skipped."""
     empty = message_tokens(counter, ROLE, memory_section([]))
     packing = _Packing(counter, set(shown), empty - counter.count(MEMORY_HEADER) + counter.count(MEMORY_HEADER + "\n"))
     left: list[int] = []
