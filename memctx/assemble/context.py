@@ -14,6 +14,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Literal, Mapping, Protocol, Sequence
 from uuid import UUID
 from weakref import WeakKeyDictionary
@@ -82,7 +83,9 @@ class ContextAssembler:
     def get_working_context(self, user: UUID, conversation: UUID, query: str, token_budget: int, *,
                             system_prompt: str | None = None, status_quo: bool | None = None,
                             search_options: SearchOptions | None = None,
-                            options: ContextOptions | None = None) -> WorkingContext:
+                            options: ContextOptions | None = None, now: datetime | None = None) -> WorkingContext:
+        """The working context for `query`; `now` (the moment it is asked) resolves the query's
+        relative dates, and without it they are searched as words."""
         opts = options or self.options
         started = time.perf_counter()
         system = {"role": "system", "content": system_prompt if system_prompt is not None else opts.system_prompt}
@@ -93,11 +96,12 @@ class ContextAssembler:
         use_status_quo = (not opts.enabled) if status_quo is None else status_quo
         if use_status_quo:
             return self._status_quo(user, conversation, system, ask, token_budget, fixed, opts, started)
-        return self._assemble(user, conversation, system, ask, token_budget, fixed, opts, search_options, started)
+        return self._assemble(user, conversation, system, ask, token_budget, fixed, opts, search_options, started, now)
 
     # The memctx path ---------------------------------------------------------------------------
     def _assemble(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
-                  opts: ContextOptions, search_options: SearchOptions | None, started: float) -> WorkingContext:
+                  opts: ContextOptions, search_options: SearchOptions | None, started: float,
+                  now: datetime | None = None) -> WorkingContext:
         timings: dict[str, float] = {}
         available = budget - fixed
         current_share, memory_share = shares(available, opts.current_share)
@@ -110,7 +114,7 @@ class ContextAssembler:
         # it runs beside the current context's query and fitting (onnxruntime, an embeddings
         # endpoint and the database all release the GIL).
         searching = _SEARCHES.submit(self._search, user, conversation if opts.scope == "conversation" else None,
-                                     ask["content"], sopts)
+                                     ask["content"], sopts, now)
         # Every turn is read when the whole history may fit the budget: then it is what the
         # client would have sent, the measure no context may pass.
         rows = self._current_rows(user, conversation, opts.recent_turns, history_tokens=available)
@@ -277,11 +281,11 @@ class ContextAssembler:
         messages = items.messages()
         return items, cuts, messages, sum(message_tokens(self.counter, m["role"], m["content"]) for m in messages)
 
-    def _search(self, user: UUID, conversation: UUID | None, query: str,
-                options: SearchOptions) -> tuple[list[Memory], float]:
+    def _search(self, user: UUID, conversation: UUID | None, query: str, options: SearchOptions,
+                now: datetime | None = None) -> tuple[list[Memory], float]:
         """The memories for `query` and the milliseconds their search took."""
         started = time.perf_counter()
-        return self.search.search(user, query, conversation, options=options), _ms(started)
+        return self.search.search(user, query, conversation, options=options, now=now), _ms(started)
 
     def _current_rows(self, user: UUID, conversation: UUID, recent: int, *,
                       history_tokens: int = 0) -> list[dict[str, Any]]:

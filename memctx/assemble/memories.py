@@ -1,8 +1,11 @@
 """The memory section: search hits packed best first under their share of the budget.
 
 Owns: choosing which memories fit, with each session's header counted once however many of its
-turns are shown, and the sources and cuts of the section. The text is memctx.assemble.render's;
-this module never reorders the ranking and never shortens a turn.
+turns are shown, and the sources and cuts of the section. Tokens are the currency, line by line:
+a memory is taken by its search score per line of `LINE_TOKENS` its longest turn costs (`worth`),
+so a 400-token reply must score four times as high as a 100-token turn to take the room of four
+of them, and a long turn that comes along with a hit (its partner) must pay for itself too. The
+text is memctx.assemble.render's; this module never shortens a turn.
 """
 
 from __future__ import annotations
@@ -18,6 +21,51 @@ from memctx.retrieve.types import Fragment, Memory
 from memctx.tokens import TokenCounter, message_tokens
 
 ROLE = "system"
+
+# What a line may cost before it must earn more: a memory whose longest turn is longer is worth
+# its score divided by that turn's length in lines of this many tokens, and is also offered
+# without its long partner turns. Short turns (LoCoMo's, at most ~100 tokens, median ~30) are
+# never touched; a chat assistant's replies (LongMemEval's, median ~350 tokens) are.
+LINE_TOKENS = 100
+
+
+def companions(memory: Memory) -> list[Fragment]:
+    """The memory's hit and each turn that comes with it and is at most a line long."""
+    return [f for f in memory.fragments if f.id == memory.id or f.token_count <= LINE_TOKENS]
+
+
+def worth(memory: Memory, fragments: Sequence[Fragment]) -> float:
+    """The memory's search score per line its longest line costs, in lines of LINE_TOKENS (at
+    least one): turns of up to a line are taken by score as they rank, a 400-token turn must
+    score four times as high as a line to come before it."""
+    tokens = max((f.token_count for f in fragments), default=0) if memory.kind == "message" else memory.token_count
+    return memory.score / max(1.0, tokens / LINE_TOKENS)
+
+
+def offers(memories: Sequence[Memory]) -> list[tuple[Memory, Sequence[Fragment]]]:
+    """What the section may take, best worth first. Each memory is offered whole (its hit and
+    every turn that comes with it), with its short companions only (`companions`), and, where
+    the hit itself is longer than a line, with its short companions alone: the cheap side of a
+    relevant exchange (often the user's own words) when the long turn is not worth its room.
+    Each offer is worth the memory's score per line it costs, so a long turn comes in when its
+    exchange ranks high enough to pay for it; an offer whose turns are already shown adds only
+    the rest. Where no turn is longer than a line, that is the search's order."""
+    found: list[tuple[float, int, Memory, Sequence[Fragment]]] = []
+    for memory in memories:
+        whole = memory.fragments
+        if memory.kind != "message":
+            found.append((-worth(memory, whole), len(found), memory, whole))
+            continue
+        if all(f.token_count <= LINE_TOKENS for f in whole):
+            found.append((-memory.score, len(found), memory, whole))
+            continue
+        choices = [whole, short := companions(memory)]
+        hit = next((f for f in whole if f.id == memory.id), None)
+        if hit is not None and hit.token_count > LINE_TOKENS and len(short) > 1:
+            choices.append([f for f in short if f.id != memory.id])
+        found += [(-worth(memory, c), len(found) + i, memory, c) for i, c in enumerate(choices)]
+    found.sort(key=lambda offer: offer[:2])
+    return [(memory, fragments) for _, _, memory, fragments in found]
 
 
 @dataclass(frozen=True)
@@ -93,14 +141,16 @@ def _insert(seqs: list[int], seq: int | None) -> int:
 def fill_memories(memories: Sequence[Memory], shown: set[str], budget: int, counter: TokenCounter) -> MemorySection:
     """Fill the memory section best first within `budget` tokens (its whole message, exact).
 
-    Takes, in rank order, every memory whose cost fits what is left; a memory that does not fit
-    is skipped and a smaller later one may still fit. Turns already shown (`shown`: the current
-    context's) are not repeated; a memory with nothing new is skipped."""
+    Takes, by worth per line (`offers`), every memory whose cost fits what is left; a memory
+    that does not fit is skipped and a smaller later one may still fit. Turns already shown
+    (`shown`: the current context's) are not repeated; a memory with nothing new is skipped."""
     empty = message_tokens(counter, ROLE, memory_section([]))
     packing = _Packing(counter, set(shown), empty - counter.count(MEMORY_HEADER) + counter.count(MEMORY_HEADER + "\n"))
     left: list[int] = []
-    for rank, memory in enumerate(memories):
-        fragments = [f for f in memory.fragments if str(f.id) not in packing.shown]
+    offered = offers(memories)
+    memories = [memory for memory, _ in offered]
+    for rank, (memory, kept) in enumerate(offered):
+        fragments = [f for f in kept if str(f.id) not in packing.shown]
         if memory.kind == "message" and not fragments:
             continue
         if sum(f.token_count for f in fragments) - len(fragments) > budget - packing.tokens:
@@ -117,7 +167,9 @@ def fill_memories(memories: Sequence[Memory], shown: set[str], budget: int, coun
         left.append(packing.drop_last())
         groups = packing.groups()
         tokens = message_tokens(counter, ROLE, memory_section(groups))
-    cuts = _cuts([memories[rank] for rank in sorted(left)])
+    taken = {memory.id for memory, _ in packing.chosen.values()}
+    cuts = _cuts(list({memories[rank].id: memories[rank] for rank in sorted(left)
+                       if memories[rank].id not in taken}.values()))
     if not packing.chosen:
         return MemorySection(None, [], 0, cuts)
     return MemorySection({"role": ROLE, "content": memory_section(groups)},

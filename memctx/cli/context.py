@@ -3,6 +3,7 @@
 `memctx context CONV --query TEXT --budget N [--json]` prints a WorkingContext;
 `memctx search QUERY [--conversation CONV]` prints memories;
 `memctx eval locomo PATH [--budgets 1000,2000,4000] [--json] [--plot FILE]` scores it on LoCoMo;
+`memctx eval longmemeval PATH [...the same options]` on LongMemEval (memctx.evaluate.longmemeval);
 `memctx eval board PATH [--json]` scores the summary board (memctx.cli.pipeline).
 JSON goes to stdout; progress and errors go to stderr.
 """
@@ -86,12 +87,7 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
     from memctx.evaluate.locomo import load_questions
     from memctx.evaluate.run import run_eval
 
-    try:
-        sizes = sorted({int(b) for b in budgets.split(",") if b.strip()})
-    except ValueError:
-        fail(f"--budgets {budgets!r} must be comma-separated integers", BAD_INPUT)
-    if not sizes or min(sizes) <= 0:
-        fail("--budgets needs at least one positive budget", BAD_INPUT)
+    sizes = _budgets(budgets)
     if scope not in ("conversation", "user"):
         fail("--scope is conversation or user", BAD_INPUT)
     try:
@@ -147,6 +143,81 @@ def _print_prefixes(results: dict) -> None:
     Console().print(table)
 
 
+def _budgets(budgets: str) -> list[int]:
+    try:
+        sizes = sorted({int(b) for b in budgets.split(",") if b.strip()})
+    except ValueError:
+        fail(f"--budgets {budgets!r} must be comma-separated integers", BAD_INPUT)
+    if not sizes or min(sizes) <= 0:
+        fail("--budgets needs at least one positive budget", BAD_INPUT)
+    return sizes
+
+
+def eval_longmemeval_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False,
+                                                     help="a LongMemEval JSON file (plain or .gz)"),
+                         budgets: str = typer.Option("1000,2000,4000", help="comma-separated token budgets"),
+                         as_json: bool = typer.Option(False, "--json", help="print the full results as JSON"),
+                         plot: Optional[Path] = typer.Option(None, help="write recall against budget to this image"),
+                         limit: Optional[int] = typer.Option(None, min=1, help="only the first N instances")) -> None:
+    """Score get_working_context on a LongMemEval file (no LLM): each instance's sessions stored as
+    closed conversations of one user, the question asked in a new one at its date with user scope;
+    evidence turns found whole in the context, session recall, answer containment, tokens and
+    latency, by question type, beside plain BM25, dense and RRF over whole turns. A re-run reuses
+    what is stored."""
+    from memctx.app import open_app
+    from memctx.config import Settings
+    from memctx.evaluate.longmemeval import read_instances, run_longmemeval
+    from memctx.models import InvalidInput
+
+    sizes = _budgets(budgets)
+    try:
+        total = len(read_instances(path)[:limit] if limit else read_instances(path))
+    except InvalidInput as exc:
+        fail(f"nothing was stored: {exc}", BAD_INPUT)
+    with open_app(Settings(), auto_migrate=True) as memctx_app, Progress(
+            TextColumn("storing + evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            console=err, transient=True, disable=not err.is_terminal) as progress:
+        task = progress.add_task("eval", total=total)
+        results = run_longmemeval(memctx_app, path, sizes, limit=limit, progress=lambda n: progress.advance(task, n))
+    if plot:
+        from memctx.evaluate.plot import plot_recall
+
+        plot_recall(results, plot, title="LongMemEval evidence recall, pooled ({questions} questions)",
+                    ylabel="evidence turns found whole (%)")
+        err.print(f"plot written to {escape(str(plot))}", highlight=False)
+    if as_json:
+        print(json.dumps(results, ensure_ascii=False))
+    else:
+        _print_longmemeval(results)
+
+
+def _print_longmemeval(results: dict) -> None:
+    out = Console()
+    table = Table(title=f"LongMemEval {escape(str(results['dataset']))} — {results['questions_total']} questions, "
+                        f"user scope, full history ≈ {results['full_history_tokens']['mean'] or 0:.0f} tokens")
+    table.caption = ("evidence recall: has_answer turns found whole / all, pooled; session recall: answer sessions "
+                     "with an evidence turn found; answer containment: answers of at most five words")
+    for column in ("budget", "arm", "evidence recall", "session recall", "answer containment", "mean tokens",
+                   "p50 ms", "p95 ms"):
+        table.add_column(column)
+    for budget, r in results["budgets"].items():
+        for arm, v in [("memctx", r), *r["baselines"].items()]:
+            table.add_row(budget, arm, _fmt(v["evidence_recall"]), _fmt(v["session_recall"]),
+                          _fmt(v["answer_containment"]), f"{v['mean_tokens']:.0f}", str(v.get("p50_ms", "")),
+                          str(v.get("p95_ms", "")))
+    out.print(table)
+    types = Table(title="evidence recall by question type: memctx (RRF)")
+    types.add_column("type")
+    for budget in results["budgets"]:
+        types.add_column(budget)
+    names = next(iter(results["budgets"].values()))["by_type"]
+    for name in names:
+        types.add_row(name, *(f"{_fmt(r['by_type'][name]['evidence_recall'])} "
+                              f"({_fmt(r['by_type'][name]['baselines']['rrf']['evidence_recall'])})"
+                              for r in results["budgets"].values()))
+    out.print(types)
+
+
 def _print_table(results: dict) -> None:
     out = Console()
     history = results["full_history_tokens"]["mean"]
@@ -179,5 +250,6 @@ def register(app: typer.Typer) -> None:
     app.command("search")(search_cmd)
     eval_app = typer.Typer(help="Evaluate memctx on benchmarks (no LLM).", no_args_is_help=True, rich_markup_mode="markdown")
     eval_app.command("locomo")(eval_locomo_cmd)
+    eval_app.command("longmemeval")(eval_longmemeval_cmd)
     eval_app.command("board")(eval_board_cmd)
     app.add_typer(eval_app, name="eval")

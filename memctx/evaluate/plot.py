@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 
-def plot_recall(results: Mapping[str, Any], path: Path) -> None:
+def plot_recall(results: Mapping[str, Any], path: Path, *,
+                title: str = "LoCoMo evidence recall, pooled ({questions} questions)",
+                ylabel: str = "gold evidence turns found, categories 1–4 (%)") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -23,11 +25,11 @@ def plot_recall(results: Mapping[str, Any], path: Path) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xticks(xs, [str(x) for x in xs])
     ax.set_xlabel("token budget")
-    ax.set_ylabel("gold evidence turns found, categories 1–4 (%)")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
     ax.legend()
-    ax.set_title(f"LoCoMo evidence recall, pooled ({results['questions_total']} questions)")
+    ax.set_title(title.format(questions=results["questions_total"]))
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

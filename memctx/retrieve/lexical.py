@@ -4,16 +4,19 @@ Owns: turning a user's free text into a safe `to_tsquery` OR-expression (no user
 reaches tsquery syntax), spotting names of known speakers (which rarely occur in the text of
 their own turns and are better used as a speaker signal), the text the dense list embeds (the
 named speakers in the first person, as their own turns speak), the dates the query names as the
-terms of the day a turn was said (migration 0017) and questions about time. Pure; no I/O.
+terms of the day a turn was said (migration 0017), and so do the relative dates it says ("last
+Saturday", "two weeks ago") when the caller gives the day the question is asked (`now`; never the
+wall clock: an evaluation asks at the dataset's date), and questions about time. Pure; no I/O.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date, timedelta
 from typing import Iterable
 
-from memctx.dates import named_dates
+from memctx.dates import named_dates, relative_dates
 from memctx.words import STOPWORDS, bare_words
 
 # What carries no topic in a query: the stop words, and question scaffolding ("what did she
@@ -41,8 +44,9 @@ class QueryAnalysis:
         return " | ".join(self.terms)
 
 
-def analyze(text: str, speakers: Iterable[str] = ()) -> QueryAnalysis:
-    """Split `text` into search terms; names in `speakers` become a speaker signal instead."""
+def analyze(text: str, speakers: Iterable[str] = (), now: date | None = None) -> QueryAnalysis:
+    """Split `text` into search terms; names in `speakers` become a speaker signal instead. With
+    `now` (the day the query is asked), its relative dates become the terms of the days they mean."""
     known = {s.lower(): s for s in speakers if s}
     seen: dict[str, None] = {}
     named: dict[str, None] = {}
@@ -53,7 +57,7 @@ def analyze(text: str, speakers: Iterable[str] = ()) -> QueryAnalysis:
         if lower in _FILLER or len(lower) < 2 and not lower.isdigit():
             continue
         seen.setdefault(lower, None)
-    for term in said_terms(text):
+    for term in said_terms(text) + (relative_terms(text, now) if now else []):
         seen.setdefault(term, None)
     return QueryAnalysis(text=text, terms=tuple(seen), speakers=tuple(named),
                          temporal=bool(_TEMPORAL.search(text)), dense_text=first_person(text, named))
@@ -68,6 +72,27 @@ def said_terms(text: str) -> list[str]:
         terms.append(f"m{named.month:02d}" if named.year is None else f"m{named.year}{named.month:02d}")
         if named.day is not None:
             terms.append(f"d{named.year}{named.month:02d}{named.day:02d}")
+    return terms
+
+
+# A relative date spanning more days than this ("last month", "two years ago") is searched by its
+# months ("m202306"), a shorter one ("last weekend", "last week") by its days.
+DAY_TERMS = 14
+
+
+def relative_terms(text: str, now: date) -> list[str]:
+    """The said-date terms (see `said_terms`) of the relative dates `text` says, resolved against
+    `now`: "yesterday" asked on 4 June 2023 → 'd20230603'; "last month" → 'm202305'."""
+    terms: list[str] = []
+    for found in relative_dates(text, now):
+        days = (found.last - found.first).days + 1
+        if days <= DAY_TERMS:
+            terms += [f"d{found.first + timedelta(days=i):%Y%m%d}" for i in range(days)]
+            continue
+        month = found.first.replace(day=1)
+        while month <= found.last:
+            terms.append(f"m{month:%Y%m}")
+            month = (month + timedelta(days=32)).replace(day=1)
     return terms
 
 

@@ -107,12 +107,14 @@ class MemorySearch:
 
     def search(self, user: UUID, query: str, conversation: UUID | None = None, time_range: TimeRange | None = None,
                limit: int | None = None, threshold: float | None = None, *,
-               options: SearchOptions | None = None, query_vec: np.ndarray | None = None) -> list[Memory]:
-        """The best `limit` memories for `query`, best first."""
+               options: SearchOptions | None = None, query_vec: np.ndarray | None = None,
+               now: datetime | None = None) -> list[Memory]:
+        """The best `limit` memories for `query`, best first. `now`, when given, is the moment the
+        query is asked: its relative dates ("last Saturday") are searched as the days they mean."""
         opts = options or self.options
         limit = opts.limit if limit is None else limit
         threshold = opts.threshold if threshold is None else threshold
-        analysis = analyze(query, self.speakers(user, conversation))
+        analysis = analyze(query, self.speakers(user, conversation), now.date() if now else None)
         vec = self.embed_query(analysis.dense_text) if query_vec is None else query_vec
         rows = self.fetch(user, analysis, vec, conversation, time_range, opts)
         memories = build_memories(rows, analysis, opts, threshold)

@@ -423,6 +423,17 @@ select m.id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
  where m.conversation_id = %(conversation_id)s::uuid and m.user_id = %(user_id)s::uuid
  order by m.seq
 
+-- name: rank_user
+-- Every message of a user with its cosine similarity to the query over its stored vector, in
+-- the order said, for the whole-turn baselines of the cross-conversation evaluation (their
+-- full-text ranking is computed in memctx/evaluate/baselines.py). Not on the live path.
+select m.id, m.conversation_id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
+       m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
+       1 - (m.embedding <=> %(query_vec)s::vector) as similarity
+  from memctx.messages m
+ where m.user_id = %(user_id)s::uuid
+ order by m.created_at, m.seq
+
 -- name: conversation_speakers
 -- The speaker names (metadata.speaker) of a conversation, or of all of the user's conversations
 -- when conversation_id is null, for query analysis; cached by callers.

@@ -5,7 +5,7 @@ from uuid import uuid4
 
 import pytest
 
-from memctx.assemble.memories import fill_memories
+from memctx.assemble.memories import LINE_TOKENS, fill_memories
 from memctx.assemble.render import GAP, MEMORY_HEADER
 from memctx.retrieve.types import Fragment, Memory, Provenance
 from memctx.tokens import get_counter, message_tokens
@@ -114,3 +114,37 @@ def test_filling_a_gap_gives_back_its_mark():
     tight = fill_memories([_memory(one), _memory(three), _memory(two)], set(), both.tokens + 4, COUNTER)
     assert _lines(tight) == ["[15 May 2023]", "Caroline: First.", "Melanie: Second.", "Caroline: Third."]
     assert tight.tokens == message_tokens(COUNTER, "system", tight.message["content"])
+
+
+def _scored(score: float, *fragments: Fragment, hit: int = 0) -> Memory:
+    return Memory(kind="message", id=fragments[hit].id, conversation_id=CONV, fragments=fragments, score=score,
+                  similarity=None)
+
+
+def test_a_long_reply_must_earn_the_room_of_the_short_turns_it_would_displace():
+    reply = _turn(1, 2, "Here is what I found about trail shoes. " * 40, "assistant")  # ~400 tokens
+    short = [_turn(2 + i, 1, f"I ran the {town} half marathon in May." + " It was hot." * 12)
+             for i, town in enumerate(("Boston", "Austin", "Denver", "Reno"))]  # ~100 tokens or less each
+    assert reply.token_count > 3 * LINE_TOKENS and all(t.token_count <= LINE_TOKENS for t in short)
+    memories = [_scored(1.0, reply), *(_scored(0.5, t) for t in short)]
+    budget = message_tokens(COUNTER, "system", "\n".join([MEMORY_HEADER, "[15 May 2023]", f"assistant: {reply.text}"])) + 20
+    assert sum(t.token_count + 12 for t in short) < budget  # room for the reply, or for the four short turns
+    section = fill_memories(memories, set(), budget, COUNTER)
+    # twice as relevant, four times as long: the four short turns are worth more than the reply
+    assert {s.id for s in section.sources} == {t.id for t in short}
+    # four times as relevant and more: the reply is worth its room
+    section = fill_memories([_scored(5.0, reply), *(_scored(0.5, t) for t in short)], set(), budget, COUNTER)
+    assert reply.id in {s.id for s in section.sources}
+
+
+def test_a_long_partner_turn_comes_with_its_hit_only_when_the_exchange_pays_for_it():
+    question = _turn(1, 1, "Which shoes should I buy for wet trails?")
+    answer = _turn(1, 2, "For wet trails, look at grip and drainage first. " * 30, "assistant")
+    others = [_turn(2 + i, 1, f"My {pet} likes the park by the river.") for i, pet in enumerate(("dog", "cat", "parrot"))]
+    memories = [_scored(1.0, question, answer), *(_scored(0.4, t) for t in others)]
+    tight = fill_memories(memories, set(), 400, COUNTER)  # room for the answer, or for the three others
+    assert {s.id for s in tight.sources} == {question.id, *(t.id for t in others)}  # the short lines first
+    roomy = fill_memories(memories, set(), 2000, COUNTER)  # what is left is enough for the answer too
+    assert {s.id for s in roomy.sources} == {question.id, answer.id, *(t.id for t in others)}
+    long_hit = fill_memories([_scored(1.0, answer, _turn(1, 3, "The Speedgoats, thanks!"))], set(), 120, COUNTER)
+    assert [s.detail for s in long_hit.sources] == ["context"]  # a long hit's short partner, alone, fits

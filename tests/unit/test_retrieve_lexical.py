@@ -29,3 +29,17 @@ def test_a_query_naming_no_speaker_is_embedded_as_it_is():
     text = "What  breed is the dog?"
     assert analyze(text, ["Ana", "Ben"]).dense_text == text
     assert analyze(text).dense_text == text
+
+
+def test_relative_dates_of_a_query_are_searched_as_the_days_they_mean_only_given_the_day_it_is_asked():
+    from datetime import date
+
+    question = "What did I buy last Saturday, and where did I travel last month?"
+    asked = analyze(question, now=date(2023, 6, 17))  # a Saturday
+    assert "d20230610" in asked.terms and "m202305" in asked.terms
+    assert "d20230617" not in asked.terms  # not the day it is asked
+    assert not any(t.startswith(("d2", "m2")) for t in analyze(question).terms)  # no wall clock
+    # "two weeks ago": every day of that week, no month term for a span this short
+    week = analyze("How many books did I read two weeks ago?", now=date(2023, 6, 17)).terms
+    assert [t for t in week if t.startswith("d")] == [f"d202305{d:02d}" for d in range(29, 32)] + [
+        f"d202306{d:02d}" for d in range(1, 5)]
