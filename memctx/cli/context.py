@@ -159,11 +159,12 @@ def eval_longmemeval_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=
                          as_json: bool = typer.Option(False, "--json", help="print the full results as JSON"),
                          plot: Optional[Path] = typer.Option(None, help="write recall against budget to this image"),
                          limit: Optional[int] = typer.Option(None, min=1, help="only the first N instances")) -> None:
-    """Score get_working_context on a LongMemEval file (no LLM): each instance's sessions stored as
-    closed conversations of one user, the question asked in a new one at its date with user scope;
-    evidence turns found whole in the context, session recall, answer containment, tokens and
-    latency, by question type, beside plain BM25, dense and RRF over whole turns. A re-run reuses
-    what is stored."""
+    """Score the working context on a LongMemEval file (no LLM).
+
+    Each instance's sessions are stored as closed conversations of one user, and the question is
+    asked in a new one at its date with user scope: evidence turns found whole in the context,
+    session recall, answer containment, tokens and latency, by question type, beside plain BM25,
+    dense and RRF over whole turns. A re-run reuses what is stored."""
     from memctx.app import open_app
     from memctx.config import Settings
     from memctx.evaluate.longmemeval import read_instances, run_longmemeval
