@@ -7,6 +7,7 @@ the next engine when one fails. Engines return hits (title, URL, snippet) and fe
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 from urllib.parse import parse_qs, urljoin, urlsplit
@@ -21,17 +22,22 @@ ENGINES = ("searxng", "duckduckgo", "brave")
 
 
 class SearchEngine(Protocol):
-    """A web search engine: the top `max_results` hits of a query; raises on any failure."""
+    """A web search engine: the top `max_results` hits of a query; raises on any failure.
+    `timeout_s`, when given, caps the engine's own timeout (the time left of a search's deadline)."""
 
     name: str
 
-    def search(self, query: str, max_results: int) -> list[Hit]: ...
+    def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]: ...
 
 
 def _client(timeout_s: float, headers: dict[str, str] | None = None) -> httpx.Client:
     # trust_env=False: no proxy or .netrc from the environment; the configured URL is what is called.
     return httpx.Client(timeout=httpx.Timeout(timeout_s), trust_env=False, follow_redirects=True,
                         verify=tls_context(), headers={"User-Agent": USER_AGENT, **(headers or {})})
+
+
+def _capped(own: float, cap: float | None) -> float:
+    return own if cap is None else min(own, cap)
 
 
 def _text(html: str) -> str:
@@ -47,8 +53,8 @@ class SearxngEngine:
         self.url = urljoin(url.rstrip("/") + "/", "search")
         self.timeout_s = timeout_s
 
-    def search(self, query: str, max_results: int) -> list[Hit]:
-        with _client(self.timeout_s) as client:
+    def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]:
+        with _client(_capped(self.timeout_s, timeout_s)) as client:
             response = client.get(self.url, params={"q": query, "format": "json"})
             response.raise_for_status()
             rows: list[dict[str, Any]] = response.json().get("results", [])
@@ -65,8 +71,8 @@ class DuckDuckGoEngine:
         self.url = url
         self.timeout_s = timeout_s
 
-    def search(self, query: str, max_results: int) -> list[Hit]:
-        with _client(self.timeout_s) as client:
+    def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]:
+        with _client(_capped(self.timeout_s, timeout_s)) as client:
             response = client.post(self.url, data={"q": query})
             response.raise_for_status()
         hits: list[Hit] = []
@@ -101,8 +107,8 @@ class BraveEngine:
         self.api_key = api_key
         self.timeout_s = timeout_s
 
-    def search(self, query: str, max_results: int) -> list[Hit]:
-        with _client(self.timeout_s, {"X-Subscription-Token": self.api_key, "Accept": "application/json"}) as client:
+    def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]:
+        with _client(_capped(self.timeout_s, timeout_s), {"X-Subscription-Token": self.api_key, "Accept": "application/json"}) as client:
             response = client.get(self.url, params={"q": query, "count": max_results})
             response.raise_for_status()
             rows = response.json().get("web", {}).get("results", [])
@@ -128,11 +134,17 @@ class EngineChain:
     def names(self) -> list[str]:
         return [e.name for e in self.engines]
 
-    def search(self, query: str, max_results: int) -> ChainResult:
+    def search(self, query: str, max_results: int, *, deadline: float | None = None) -> ChainResult:
+        """The first answer; with a `deadline` (time.monotonic()), each engine waits at most the
+        time left before it, and no engine is asked once it has passed."""
         errors: list[str] = []
         for engine in self.engines:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                errors.append(f"{engine.name}: not asked: the search deadline had passed")
+                continue
             try:
-                return ChainResult(engine.name, engine.search(query, max_results), tuple(errors))
+                return ChainResult(engine.name, engine.search(query, max_results, timeout_s=left), tuple(errors))
             except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 errors.append(f"{engine.name}: {type(exc).__name__}: {exc}")
         raise SearchFailed("; ".join(errors) or "no search engine configured")

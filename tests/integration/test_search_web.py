@@ -155,6 +155,66 @@ def test_a_page_that_drips_in_is_cut_at_the_fetch_deadline():
         site.close()
 
 
+class _Engine(ThreadingHTTPServer):
+    """A SearXNG-compatible engine on loopback whose one hit is `url`."""
+
+    def __init__(self, url: str) -> None:
+        body = json.dumps({"results": [{"title": "Harbour news", "url": url,
+                                        "content": "The harbour reopens on Monday."}]}).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def test_a_dripping_result_page_holds_a_context_call_no_longer_than_the_search_deadline(database_url, embedder):
+    """A page that drips 5 bytes every 2 s, under fetch and engine timeouts of 30 s: the context
+    call's whole external search ends at MEMCTX_SEARCH_DEADLINE_S (2 s), keeping the hit's snippet."""
+    site = _Site(("127.0.0.1", 0), b"<html><body><p>" + b"harbour " * 100 + b"</p></body></html>", drip_s=2)
+    engine = _Engine(f"http://127.0.0.1:{site.server_address[1]}/harbour")
+    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, search_engines=["searxng"],
+                        searxng_url=engine.url, search_allow_private=True, search_keyword_threshold=0,
+                        search_timeout_s=30, search_fetch_timeout_s=30, search_deadline_s=2)
+    user = uuid.uuid4()
+    try:
+        with open_app(settings, embedder=embedder) as memctx_app:
+            conv = _conversation(memctx_app, user)
+            started = time.monotonic()
+            wc = get_working_context(memctx_app, conv.id, "latest news about the harbour", 800, user=user)
+            took = time.monotonic() - started
+        assert took < 4.5, f"the context call took {took:.1f} s"
+        assert [r.text for r in wc.external.results] == ["The harbour reopens on Monday."]
+        assert not wc.external.results[0].fetched
+        assert any("by the search's deadline" in e for e in wc.external.errors), wc.external.errors
+    finally:
+        engine.close()
+        site.close()
+
+
+def test_no_engine_is_asked_once_the_search_deadline_has_passed(web):
+    chain = EngineChain([SearxngEngine(web.base + "/slow", timeout_s=30), SearxngEngine(web.base + "/searxng")])
+    started = time.monotonic()
+    with pytest.raises(SearchFailed, match="deadline had passed"):
+        chain.search("postgres 18", 3, deadline=started + 0.5)
+    assert time.monotonic() - started < 1.5  # the slow engine waited only the time left
+
+
 def test_a_search_fetches_cleans_and_keeps_the_snippet_of_a_refused_page(web):
     report = _web_search(web, [SearxngEngine(web.base + "/searxng")]).run("postgres 18 release", YES,
                                                                           user=uuid.uuid4())
