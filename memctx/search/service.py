@@ -87,20 +87,21 @@ class WebSearch:
         return decision
 
     def external(self, query: str, *, user: UUID, people: Sequence[str] = (), known: str = "",
-                 memories: Sequence[str] = ()) -> SearchReport:
-        """Decide, and search when the decision is yes (what the context assembler calls)."""
+                 memories: Sequence[str] = (), conversation: UUID | None = None) -> SearchReport:
+        """Decide, and search when the decision is yes (what the context assembler calls for
+        `conversation`: its answer is cached only while that conversation exists)."""
         decision = self.decide(query, known=known, people=people, memories=memories)
         if not decision.search:
             return SearchReport(decision)
         try:
-            return self.run(query, decision, user=user, people=people)
+            return self.run(query, decision, user=user, people=people, conversation=conversation)
         except Exception as exc:  # a search must never fail the context: reported and counted instead
             metrics.SEARCH_FAILURES.labels("error").inc()
             log.exception("external search raised")
             return SearchReport(decision, errors=(f"{type(exc).__name__}: {exc}",))
 
     def run(self, query: str, decision: Decision, *, user: UUID, people: Sequence[str] = (),
-            max_results: int | None = None) -> SearchReport:
+            max_results: int | None = None, conversation: UUID | None = None) -> SearchReport:
         """Search for `query` (anonymized first); failures are in the report, never raised.
         `max_results` overrides the configured count for this search (the MCP tool's argument)."""
         started = time.perf_counter()
@@ -128,7 +129,7 @@ class WebSearch:
             results = self._pages(answer.hits, errors, deadline)
             ms["fetch"] = _ms(t0)
             if self.cache is not None and results:
-                self._store(user, key, sent, answer.engine, answer.hits, results, errors)
+                self._store(user, key, sent, answer.engine, answer.hits, results, errors, conversation)
             ms["total"] = _ms(started)
             return SearchReport(decision, sent, answer.engine, False, tuple(results), tuple(errors), ms)
         finally:
@@ -147,9 +148,9 @@ class WebSearch:
         return cached
 
     def _store(self, user: UUID, key: str, sent: str, engine: str, hits: Sequence[Hit],
-               results: Sequence[WebResult], errors: list[str]) -> None:
+               results: Sequence[WebResult], errors: list[str], conversation: UUID | None) -> None:
         try:
-            self.cache.put(user, key, sent, engine, hits, results)
+            self.cache.put(user, key, sent, engine, hits, results, conversation=conversation)
         except psycopg.Error as exc:
             metrics.SEARCH_FAILURES.labels("cache").inc()
             errors.append(f"cache: {type(exc).__name__}: {exc}")

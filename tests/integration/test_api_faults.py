@@ -118,6 +118,59 @@ def test_a_conversation_deleted_during_its_context_call_is_a_404(database_url, e
         engine.server.server_close()
 
 
+class _ForgettingEngine:
+    """A SearXNG-compatible engine on loopback that has the caller forgotten (`DELETE /v1/me`, as
+    another of the user's requests would) before it answers with one hit: the context call's cache
+    write comes after the user's rows are gone."""
+
+    def __init__(self) -> None:
+        self.api_url = self.key = ""
+        engine = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                forgotten = httpx.delete(f"{engine.api_url}/v1/me", headers={"Authorization": f"Bearer {engine.key}"})
+                assert forgotten.status_code == 200, forgotten.text
+                body = json.dumps({"results": [{"title": "Harbour news", "url": "http://127.0.0.1:9/harbour",
+                                                "content": "The harbour reopens on Monday."}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_a_user_forgotten_during_a_web_search_context_call_leaves_no_search_cache_row(database_url, embedder):
+    engine = _ForgettingEngine()
+    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, search_engines=["searxng"],
+                        searxng_url=engine.url, search_allow_private=True, search_keyword_threshold=0)
+    user = uuid.uuid4()
+    try:
+        with open_app(settings, embedder=embedder) as app, serve(build_api(app, settings)) as url:
+            from api_support import api_key
+
+            engine.api_url, engine.key = url, api_key(app, user)
+            with client(url, engine.key) as c:
+                c.post("/v1/conversations", json={"external_id": "harbour"})
+                c.post("/v1/conversations/harbour/messages", json={"messages": [{"role": "user", "content": "hi"}]})
+                answer = c.post("/v1/conversations/harbour/context",
+                                json={"query": "latest news about the harbour", "token_budget": 800})
+                assert answer.status_code == 404
+        with psycopg.connect(database_url) as admin:
+            left = admin.execute("select count(*) from memctx.search_cache where user_id = %s", (user,)).fetchone()
+        assert left == (0,), "the forgotten user's search cache row survived"
+    finally:
+        engine.server.shutdown()
+        engine.server.server_close()
+
+
 @pytest.fixture
 def small_bodies(app, settings):
     """A server that takes request bodies of at most 64 KiB (MEMCTX_API_MAX_BODY_BYTES)."""

@@ -9,6 +9,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import psycopg
 import pytest
 
 from memctx.app import open_app
@@ -20,6 +21,7 @@ from memctx.search.engines import DuckDuckGoEngine, SearxngEngine
 from memctx.search.fetch import Fetcher, FetchRefused, is_public
 from memctx.search.service import WebSearchOptions
 from memctx.search.types import Decision
+from memctx.sql import QUERIES
 from memctx.tokens import get_counter, messages_tokens
 from web_support import LoopbackWeb
 
@@ -248,6 +250,29 @@ def test_a_repeated_search_within_the_ttl_comes_from_the_cache(web, app):
                           options=WebSearchOptions(cache_ttl_s=0))
     assert not expired.run("postgres 18 release", YES, user=user).cached
     assert app.store.forget_user(user)["search_cache"] == 1
+
+
+def test_a_cache_write_waits_for_a_user_being_forgotten_and_then_stores_nothing(web, app, database_url):
+    """forget_user's transaction, held open after its lock and deletes: a search for one of the
+    user's conversations finishes its cache write only after it commits, and stores no row."""
+    user = uuid.uuid4()
+    conv = app.store.create_conversation(user)
+    search = _web_search(web, [SearxngEngine(web.base + "/searxng")], pool=app.pool)
+    reports = []
+    with psycopg.connect(database_url) as forgetting:
+        forgetting.execute(QUERIES["lock_user"], {"user_id": user})
+        forgetting.execute(QUERIES["forget_user"], {"user_id": user})
+        searching = threading.Thread(target=lambda: reports.append(
+            search.run("postgres 18 release", YES, user=user, conversation=conv.id)))
+        searching.start()
+        searching.join(3)
+        assert searching.is_alive(), "the cache write did not wait for the user's lock"
+        forgetting.commit()
+    searching.join(10)
+    assert reports and len(reports[0].results) == 3
+    with psycopg.connect(database_url) as admin:
+        left = admin.execute("select count(*) from memctx.search_cache where user_id = %s", (user,)).fetchone()
+    assert left == (0,), "a row of the forgotten user was cached"
 
 
 def _settings(database_url, web, **kw) -> Settings:
