@@ -23,7 +23,7 @@ ENGINES = ("searxng", "duckduckgo", "brave")
 
 class SearchEngine(Protocol):
     """A web search engine: the top `max_results` hits of a query; raises on any failure.
-    `timeout_s`, when given, caps the engine's own timeout (the time left of a search's deadline)."""
+    `timeout_s`, when given, is the time left of a search's deadline: the whole call ends within it."""
 
     name: str
 
@@ -38,6 +38,20 @@ def _client(timeout_s: float, headers: dict[str, str] | None = None) -> httpx.Cl
 
 def _capped(own: float, cap: float | None) -> float:
     return own if cap is None else min(own, cap)
+
+
+def _request(client: httpx.Client, method: str, url: str, within: float | None, **kwargs: Any) -> httpx.Response:
+    """The answer, read whole. With `within` (the time left of a search's deadline), the whole call
+    ends within that many seconds: an answer that drips in is cut, though each read is quick."""
+    deadline = None if within is None else time.monotonic() + within
+    with client.stream(method, url, **kwargs) as response:
+        raw = bytearray()
+        for chunk in response.iter_raw():
+            raw += chunk
+            if deadline is not None and time.monotonic() >= deadline:
+                raise httpx.ReadTimeout(f"no whole answer within {within:g} s", request=response.request)
+    return httpx.Response(response.status_code, headers=response.headers, content=bytes(raw),
+                          request=response.request)
 
 
 def _text(html: str) -> str:
@@ -55,7 +69,7 @@ class SearxngEngine:
 
     def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]:
         with _client(_capped(self.timeout_s, timeout_s)) as client:
-            response = client.get(self.url, params={"q": query, "format": "json"})
+            response = _request(client, "GET", self.url, timeout_s, params={"q": query, "format": "json"})
             response.raise_for_status()
             rows: list[dict[str, Any]] = response.json().get("results", [])
         return [Hit(title=_text(r.get("title", "")), url=r["url"], snippet=_text(r.get("content", "")))
@@ -73,7 +87,7 @@ class DuckDuckGoEngine:
 
     def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]:
         with _client(_capped(self.timeout_s, timeout_s)) as client:
-            response = client.post(self.url, data={"q": query})
+            response = _request(client, "POST", self.url, timeout_s, data={"q": query})
             response.raise_for_status()
         hits: list[Hit] = []
         for result in LexborHTMLParser(response.text).css(".result"):
@@ -108,8 +122,9 @@ class BraveEngine:
         self.timeout_s = timeout_s
 
     def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]:
-        with _client(_capped(self.timeout_s, timeout_s), {"X-Subscription-Token": self.api_key, "Accept": "application/json"}) as client:
-            response = client.get(self.url, params={"q": query, "count": max_results})
+        headers = {"X-Subscription-Token": self.api_key, "Accept": "application/json"}
+        with _client(_capped(self.timeout_s, timeout_s), headers) as client:
+            response = _request(client, "GET", self.url, timeout_s, params={"q": query, "count": max_results})
             response.raise_for_status()
             rows = response.json().get("web", {}).get("results", [])
         return [Hit(title=_text(r.get("title", "")), url=r["url"], snippet=_text(r.get("description", "")))

@@ -217,6 +217,20 @@ def test_no_engine_is_asked_once_the_search_deadline_has_passed(web):
     assert time.monotonic() - started < 1.5  # the slow engine waited only the time left
 
 
+def test_an_engine_answer_that_drips_in_is_cut_at_the_search_deadline():
+    answer = json.dumps({"results": [{"title": "Harbour news", "url": "http://example.org/harbour",
+                                      "content": "The harbour reopens on Monday."}]}).encode()
+    engine = _Site(("127.0.0.1", 0), answer, drip_s=0.5)  # each read quick, the whole answer ~13 s
+    try:
+        started = time.monotonic()
+        with pytest.raises(SearchFailed, match="ReadTimeout"):
+            EngineChain([SearxngEngine(f"http://127.0.0.1:{engine.server_address[1]}", timeout_s=30)]).search(
+                "harbour", 3, deadline=started + 1)
+        assert time.monotonic() - started < 2.5
+    finally:
+        engine.close()
+
+
 def test_a_search_fetches_cleans_and_keeps_the_snippet_of_a_refused_page(web):
     report = _web_search(web, [SearxngEngine(web.base + "/searxng")]).run("postgres 18 release", YES,
                                                                           user=uuid.uuid4())
