@@ -226,14 +226,16 @@ def build_server(bind: Bind) -> MCPServer:
             if web is None:
                 raise ToolError(NO_ENGINE)
             people: list[str] = []
+            conversation = None  # the bound conversation, when it exists: the answer is cached only while it does
             if binding.conversation is not None:
                 try:
-                    conv = _conversation(binding, None)
-                    people = list(assembler.search.speakers(who.user_id, conv.id))
+                    conversation = _conversation(binding, None).id
+                    people = list(assembler.search.speakers(who.user_id, conversation))
                 except UnknownConversation:
                     pass  # bound but not created yet: no speakers to remove
             decision = web.decide(query)
-            report = web.run(query, decision, user=who.user_id, people=people, max_results=max_results)
+            report = web.run(query, decision, user=who.user_id, people=people, max_results=max_results,
+                             conversation=conversation)
         return {"query_sent": report.query, "engine": report.engine, "cached": report.cached,
                 "results": [{"title": r.title, "url": r.url, "text": r.text, "page_fetched": r.fetched}
                             for r in report.results],

@@ -177,6 +177,8 @@ class Settings(BaseSettings):
     search_keyword_threshold: float = Field(default=1.0, description="keyword score at which a query is searched")
     search_cache_ttl_s: float = Field(default=3600.0, ge=0, description="a repeated search within this is cached")
     search_fetch_timeout_s: float = Field(default=5.0, gt=0, description="timeout of one page fetch")
+    search_deadline_s: float = Field(default=10.0, gt=0,
+                                     description="the whole external search of a call: engines and page fetches")
     search_fetch_max_bytes: int = Field(default=2_000_000, ge=1024, description="a larger page is not used")
     search_fetch_max_redirects: int = Field(default=3, ge=0, description="redirects followed per page")
     search_allow_private: bool = Field(

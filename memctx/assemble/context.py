@@ -270,7 +270,8 @@ class ContextAssembler:
         """The external search's report and the results of it that fit `budget`."""
         report = self.external.external(
             ask["content"], user=user, people=self.search.speakers(user, conversation),
-            known="\n".join([*known, *(m.text for m in memories)]), memories=[m.text for m in memories])
+            known="\n".join([*known, *(m.text for m in memories)]), memories=[m.text for m in memories],
+            conversation=conversation)
         return (report, *self._external(report, budget))
 
     def _fit_current(self, rows: Sequence[Mapping[str, Any]], opts: ContextOptions, share: int, *,

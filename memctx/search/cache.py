@@ -44,8 +44,12 @@ class SearchCache:
         return Cached(row["engine"], tuple(WebResult.from_json(r) for r in row["cleaned"]))
 
     def put(self, user: UUID, key: str, query: str, engine: str, hits: Sequence[Hit],
-            results: Sequence[WebResult]) -> None:
-        with self.pool.connection() as conn:
+            results: Sequence[WebResult], *, conversation: UUID | None = None) -> None:
+        """Store an answer; one made for `conversation` only while it exists (under the user's
+        lock, which forget_user takes too: a user forgotten meanwhile keeps no row)."""
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute(QUERIES["lock_user"], {"user_id": user})
             conn.execute(QUERIES["search_cache_put"], {
                 "user_id": user, "fingerprint": key, "query": query, "engine": engine, "ttl_s": self.ttl_s,
+                "conversation_id": conversation,
                 "results": Jsonb([h.as_json() for h in hits]), "cleaned": Jsonb([r.as_json() for r in results])})

@@ -7,6 +7,7 @@ the next engine when one fails. Engines return hits (title, URL, snippet) and fe
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 from urllib.parse import parse_qs, urljoin, urlsplit
@@ -21,17 +22,36 @@ ENGINES = ("searxng", "duckduckgo", "brave")
 
 
 class SearchEngine(Protocol):
-    """A web search engine: the top `max_results` hits of a query; raises on any failure."""
+    """A web search engine: the top `max_results` hits of a query; raises on any failure.
+    `timeout_s`, when given, is the time left of a search's deadline: the whole call ends within it."""
 
     name: str
 
-    def search(self, query: str, max_results: int) -> list[Hit]: ...
+    def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]: ...
 
 
 def _client(timeout_s: float, headers: dict[str, str] | None = None) -> httpx.Client:
     # trust_env=False: no proxy or .netrc from the environment; the configured URL is what is called.
     return httpx.Client(timeout=httpx.Timeout(timeout_s), trust_env=False, follow_redirects=True,
                         verify=tls_context(), headers={"User-Agent": USER_AGENT, **(headers or {})})
+
+
+def _capped(own: float, cap: float | None) -> float:
+    return own if cap is None else min(own, cap)
+
+
+def _request(client: httpx.Client, method: str, url: str, within: float | None, **kwargs: Any) -> httpx.Response:
+    """The answer, read whole. With `within` (the time left of a search's deadline), the whole call
+    ends within that many seconds: an answer that drips in is cut, though each read is quick."""
+    deadline = None if within is None else time.monotonic() + within
+    with client.stream(method, url, **kwargs) as response:
+        raw = bytearray()
+        for chunk in response.iter_raw():
+            raw += chunk
+            if deadline is not None and time.monotonic() >= deadline:
+                raise httpx.ReadTimeout(f"no whole answer within {within:g} s", request=response.request)
+    return httpx.Response(response.status_code, headers=response.headers, content=bytes(raw),
+                          request=response.request)
 
 
 def _text(html: str) -> str:
@@ -47,9 +67,9 @@ class SearxngEngine:
         self.url = urljoin(url.rstrip("/") + "/", "search")
         self.timeout_s = timeout_s
 
-    def search(self, query: str, max_results: int) -> list[Hit]:
-        with _client(self.timeout_s) as client:
-            response = client.get(self.url, params={"q": query, "format": "json"})
+    def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]:
+        with _client(_capped(self.timeout_s, timeout_s)) as client:
+            response = _request(client, "GET", self.url, timeout_s, params={"q": query, "format": "json"})
             response.raise_for_status()
             rows: list[dict[str, Any]] = response.json().get("results", [])
         return [Hit(title=_text(r.get("title", "")), url=r["url"], snippet=_text(r.get("content", "")))
@@ -65,9 +85,9 @@ class DuckDuckGoEngine:
         self.url = url
         self.timeout_s = timeout_s
 
-    def search(self, query: str, max_results: int) -> list[Hit]:
-        with _client(self.timeout_s) as client:
-            response = client.post(self.url, data={"q": query})
+    def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]:
+        with _client(_capped(self.timeout_s, timeout_s)) as client:
+            response = _request(client, "POST", self.url, timeout_s, data={"q": query})
             response.raise_for_status()
         hits: list[Hit] = []
         for result in LexborHTMLParser(response.text).css(".result"):
@@ -101,9 +121,10 @@ class BraveEngine:
         self.api_key = api_key
         self.timeout_s = timeout_s
 
-    def search(self, query: str, max_results: int) -> list[Hit]:
-        with _client(self.timeout_s, {"X-Subscription-Token": self.api_key, "Accept": "application/json"}) as client:
-            response = client.get(self.url, params={"q": query, "count": max_results})
+    def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]:
+        headers = {"X-Subscription-Token": self.api_key, "Accept": "application/json"}
+        with _client(_capped(self.timeout_s, timeout_s), headers) as client:
+            response = _request(client, "GET", self.url, timeout_s, params={"q": query, "count": max_results})
             response.raise_for_status()
             rows = response.json().get("web", {}).get("results", [])
         return [Hit(title=_text(r.get("title", "")), url=r["url"], snippet=_text(r.get("description", "")))
@@ -128,11 +149,17 @@ class EngineChain:
     def names(self) -> list[str]:
         return [e.name for e in self.engines]
 
-    def search(self, query: str, max_results: int) -> ChainResult:
+    def search(self, query: str, max_results: int, *, deadline: float | None = None) -> ChainResult:
+        """The first answer; with a `deadline` (time.monotonic()), each engine waits at most the
+        time left before it, and no engine is asked once it has passed."""
         errors: list[str] = []
         for engine in self.engines:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                errors.append(f"{engine.name}: not asked: the search deadline had passed")
+                continue
             try:
-                return ChainResult(engine.name, engine.search(query, max_results), tuple(errors))
+                return ChainResult(engine.name, engine.search(query, max_results, timeout_s=left), tuple(errors))
             except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 errors.append(f"{engine.name}: {type(exc).__name__}: {exc}")
         raise SearchFailed("; ".join(errors) or "no search engine configured")

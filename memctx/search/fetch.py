@@ -104,8 +104,12 @@ class Fetcher:
         return Target(urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")), host,
                       parts.hostname if parts.scheme == "https" else None)
 
-    def fetch(self, url: str) -> Page:
-        deadline = time.monotonic() + self.timeout_s
+    def fetch(self, url: str, *, deadline: float | None = None) -> Page:
+        """The page at `url`, within the fetch timeout or by `deadline` (time.monotonic()),
+        whichever comes first."""
+        own = time.monotonic() + self.timeout_s
+        limit = f"within {self.timeout_s:g} s" if deadline is None or own <= deadline else "by the search's deadline"
+        deadline = own if deadline is None else min(own, deadline)
         with httpx.Client(follow_redirects=False, trust_env=False, verify=tls_context(),
                           headers={"User-Agent": USER_AGENT, "Accept": "text/html,application/xhtml+xml"}) as client:
             for _ in range(self.max_redirects + 1):
@@ -113,7 +117,7 @@ class Fetcher:
                 client.cookies.clear()  # no cookies, not even between the hops of one page
                 try:
                     with client.stream("GET", target.url, headers={"Host": target.host_header},
-                                       timeout=_left(url, deadline, self.timeout_s),
+                                       timeout=_left(url, deadline, limit),
                                        extensions={"sni_hostname": target.server_name} if target.server_name
                                        else {}) as response:
                         if response.is_redirect:
@@ -122,12 +126,12 @@ class Fetcher:
                                 raise FetchRefused(f"{url}: redirect without a location")
                             url = urljoin(url, location)
                             continue
-                        return self._read(url, response, deadline)
+                        return self._read(url, response, deadline, limit)
                 except httpx.HTTPError as exc:
                     raise FetchRefused(f"{url}: {type(exc).__name__}: {exc}") from exc
             raise FetchRefused(f"more than {self.max_redirects} redirects")
 
-    def _read(self, url: str, response: httpx.Response, deadline: float) -> Page:
+    def _read(self, url: str, response: httpx.Response, deadline: float, limit: str) -> Page:
         if response.status_code != 200:
             raise FetchRefused(f"{url}: HTTP {response.status_code}")
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -141,7 +145,7 @@ class Fetcher:
             body += chunk
             if len(body) > self.max_bytes:
                 raise FetchRefused(f"{url}: over the cap of {self.max_bytes} bytes")
-            _left(url, deadline, self.timeout_s)  # a page that drips in is cut at the deadline
+            _left(url, deadline, limit)  # a page that drips in is cut at the deadline
         encoding = response.charset_encoding or "utf-8"
         try:
             html = body.decode(encoding, errors="replace")
@@ -150,9 +154,9 @@ class Fetcher:
         return Page(url=url, html=html, bytes=len(body))
 
 
-def _left(url: str, deadline: float, timeout_s: float) -> float:
+def _left(url: str, deadline: float, limit: str) -> float:
     """Seconds left before the fetch's deadline (each read waits at most that long)."""
     left = deadline - time.monotonic()
     if left <= 0:
-        raise FetchRefused(f"{url}: not fetched within {timeout_s:g} s")
+        raise FetchRefused(f"{url}: not fetched {limit}")
     return left

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Sequence
 from uuid import UUID
@@ -36,11 +36,13 @@ class WebSearchOptions:
     max_results: int = 3
     result_tokens: int = 300  # cleaned text per result
     cache_ttl_s: float = 3600.0
+    deadline_s: float = 10.0  # the whole search: engines and page fetches
 
     @classmethod
     def from_settings(cls, settings: Any) -> "WebSearchOptions":
         return cls(threshold=settings.search_keyword_threshold, max_results=settings.search_max_results,
-                   result_tokens=settings.search_result_tokens, cache_ttl_s=settings.search_cache_ttl_s)
+                   result_tokens=settings.search_result_tokens, cache_ttl_s=settings.search_cache_ttl_s,
+                   deadline_s=settings.search_deadline_s)
 
 
 class WebSearch:
@@ -85,23 +87,25 @@ class WebSearch:
         return decision
 
     def external(self, query: str, *, user: UUID, people: Sequence[str] = (), known: str = "",
-                 memories: Sequence[str] = ()) -> SearchReport:
-        """Decide, and search when the decision is yes (what the context assembler calls)."""
+                 memories: Sequence[str] = (), conversation: UUID | None = None) -> SearchReport:
+        """Decide, and search when the decision is yes (what the context assembler calls for
+        `conversation`: its answer is cached only while that conversation exists)."""
         decision = self.decide(query, known=known, people=people, memories=memories)
         if not decision.search:
             return SearchReport(decision)
         try:
-            return self.run(query, decision, user=user, people=people)
+            return self.run(query, decision, user=user, people=people, conversation=conversation)
         except Exception as exc:  # a search must never fail the context: reported and counted instead
             metrics.SEARCH_FAILURES.labels("error").inc()
             log.exception("external search raised")
             return SearchReport(decision, errors=(f"{type(exc).__name__}: {exc}",))
 
     def run(self, query: str, decision: Decision, *, user: UUID, people: Sequence[str] = (),
-            max_results: int | None = None) -> SearchReport:
+            max_results: int | None = None, conversation: UUID | None = None) -> SearchReport:
         """Search for `query` (anonymized first); failures are in the report, never raised.
         `max_results` overrides the configured count for this search (the MCP tool's argument)."""
         started = time.perf_counter()
+        deadline = time.monotonic() + self.options.deadline_s
         sent = self.anonymizer.clean(query, people)
         ms: dict[str, float] = {}
         errors: list[str] = []
@@ -113,7 +117,7 @@ class WebSearch:
                 ms["total"] = _ms(started)
                 return SearchReport(decision, sent, cached.engine, True, cached.results, tuple(errors), ms)
             try:
-                answer = self.chain.search(sent, count)
+                answer = self.chain.search(sent, count, deadline=deadline)
             except SearchFailed as exc:
                 metrics.SEARCH_FAILURES.labels("engine").inc()
                 log.warning("external search failed: %s", exc)
@@ -122,10 +126,10 @@ class WebSearch:
             errors += answer.errors
             ms["engine"] = _ms(started)
             t0 = time.perf_counter()
-            results = self._pages(answer.hits, errors)
+            results = self._pages(answer.hits, errors, deadline)
             ms["fetch"] = _ms(t0)
             if self.cache is not None and results:
-                self._store(user, key, sent, answer.engine, answer.hits, results, errors)
+                self._store(user, key, sent, answer.engine, answer.hits, results, errors, conversation)
             ms["total"] = _ms(started)
             return SearchReport(decision, sent, answer.engine, False, tuple(results), tuple(errors), ms)
         finally:
@@ -144,19 +148,26 @@ class WebSearch:
         return cached
 
     def _store(self, user: UUID, key: str, sent: str, engine: str, hits: Sequence[Hit],
-               results: Sequence[WebResult], errors: list[str]) -> None:
+               results: Sequence[WebResult], errors: list[str], conversation: UUID | None) -> None:
         try:
-            self.cache.put(user, key, sent, engine, hits, results)
+            self.cache.put(user, key, sent, engine, hits, results, conversation=conversation)
         except psycopg.Error as exc:
             metrics.SEARCH_FAILURES.labels("cache").inc()
             errors.append(f"cache: {type(exc).__name__}: {exc}")
 
-    def _pages(self, hits: Sequence[Hit], errors: list[str]) -> list[WebResult]:
-        """Each hit's page, fetched and cleaned in parallel; a page that fails keeps its snippet."""
+    def _pages(self, hits: Sequence[Hit], errors: list[str], deadline: float) -> list[WebResult]:
+        """Each hit's page, fetched and cleaned in parallel by `deadline`; a page that fails or is
+        not in by then keeps its snippet (its fetch, cut at the same deadline, is not waited for)."""
         if not hits:
             return []
-        with ThreadPoolExecutor(max_workers=len(hits), thread_name_prefix="memctx-fetch") as pool:
-            pages = list(pool.map(self._page, hits))
+        pool = ThreadPoolExecutor(max_workers=len(hits), thread_name_prefix="memctx-fetch")
+        try:
+            futures = [pool.submit(self._page, hit, deadline) for hit in hits]
+            wait(futures, timeout=max(0.0, deadline - time.monotonic()))
+            pages = [f.result() if f.done() else self._snippet(hit, f"{hit.url}: not fetched by the search's deadline")
+                     for f, hit in zip(futures, hits)]
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
         results = []
         for result in pages:
             if result.note:
@@ -166,16 +177,20 @@ class WebSearch:
                 results.append(result)
         return results
 
-    def _page(self, hit: Hit) -> WebResult:
+    def _page(self, hit: Hit, deadline: float) -> WebResult:
         try:
-            page = self.fetcher.fetch(hit.url)
+            page = self.fetcher.fetch(hit.url, deadline=deadline)
         except FetchRefused as exc:
-            return WebResult(hit.title, hit.url, self.counter.truncate(hit.snippet, self.options.result_tokens),
-                             fetched=False, note=str(exc))
+            return self._snippet(hit, str(exc))
         clean = clean_html(page.html, hit.url, self.counter, self.options.result_tokens)
         if not clean.text:
             return WebResult(hit.title, hit.url, hit.snippet, fetched=False, note=f"{hit.url}: no readable text")
         return WebResult(hit.title or clean.title, hit.url, clean.text, fetched=True)
+
+    def _snippet(self, hit: Hit, note: str) -> WebResult:
+        """The hit's snippet in place of a page that was not fetched, and why."""
+        return WebResult(hit.title, hit.url, self.counter.truncate(hit.snippet, self.options.result_tokens),
+                         fetched=False, note=note)
 
 
 def _ms(since: float) -> float:

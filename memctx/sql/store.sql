@@ -44,6 +44,12 @@ select id, conversation_id, user_id, seq, role, content, text, external_id, toke
 -- name: delete_conversation
 delete from memctx.conversations where id = %(conversation_id)s and user_id = %(user_id)s returning id
 
+-- name: lock_user
+-- The user's lock, held to the end of the transaction. forget_user takes it first, and so does
+-- a write of rows that hang off no conversation (search_cache_put): such a write either lands
+-- before the user is forgotten (and is deleted with the rest) or finds them gone.
+select pg_advisory_xact_lock(hashtextextended('memctx.user:' || %(user_id)s::text, 0))
+
 -- name: forget_user
 -- Conversations cascade to every table that hangs off them; rows without a conversation
 -- reference are deleted by user_id directly. Returns what was deleted per table. The user's API

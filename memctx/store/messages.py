@@ -135,6 +135,8 @@ class MessageStore:
         deleted and an error is raised.
         """
         with self.pool.connection() as conn, conn.transaction():
+            # the user's lock first: a search cache write in flight lands before, or sees the user gone
+            conn.execute(QUERIES["lock_user"], {"user_id": user_id})
             deleted = dict(conn.execute(QUERIES["forget_user"], {"user_id": user_id}).fetchone())
             deleted.update(conn.execute(QUERIES["forget_user_keys"], {"user_id": user_id}).fetchone())
             left = conn.execute(QUERIES["user_row_counts"], {"user_id": user_id}).fetchone()

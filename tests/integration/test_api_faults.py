@@ -69,22 +69,21 @@ def test_a_database_restart_is_a_503_with_retry_after_then_requests_work_again(a
     assert statuses[-1] == 200 and [i["external_id"] for i in answers[-1].json()["items"]] == ["a"]
 
 
-class _DeletingEngine:
-    """A SearXNG-compatible engine on loopback that deletes the conversation it is asked about
-    (as another request of the user's would) before it answers: the context call is then half done."""
+class _InterruptingEngine:
+    """A SearXNG-compatible engine on loopback that runs `before` (what another request of the
+    user's would do meanwhile) and then answers with `results`: the context call is then half done."""
 
-    def __init__(self, database_url: str) -> None:
-        self.conversation: uuid.UUID | None = None
+    def __init__(self, results: list[dict[str, str]]) -> None:
+        self.before = lambda: None
         engine = self
+        body = json.dumps({"results": results}).encode()
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args) -> None:
                 pass
 
             def do_GET(self) -> None:
-                with psycopg.connect(database_url, autocommit=True) as conn:
-                    conn.execute("delete from memctx.conversations where id = %s", (engine.conversation,))
-                body = json.dumps({"results": []}).encode()
+                engine.before()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -97,7 +96,7 @@ class _DeletingEngine:
 
 
 def test_a_conversation_deleted_during_its_context_call_is_a_404(database_url, embedder):
-    engine = _DeletingEngine(database_url)
+    engine = _InterruptingEngine([])
     settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, search_engines=["searxng"],
                         searxng_url=engine.url, search_allow_private=True, search_keyword_threshold=0)
     user = uuid.uuid4()
@@ -108,11 +107,47 @@ def test_a_conversation_deleted_during_its_context_call_is_a_404(database_url, e
             with client(url, api_key(app, user)) as c:
                 made = c.post("/v1/conversations", json={"external_id": "doomed"}).json()
                 c.post("/v1/conversations/doomed/messages", json={"messages": [{"role": "user", "content": "hi"}]})
-                engine.conversation = made["id"]
+                engine.before = lambda: _delete_conversation(database_url, made["id"])
                 answer = c.post("/v1/conversations/doomed/context",
                                 json={"query": "latest news about the harbour", "token_budget": 800})
                 assert (answer.status_code, answer.json()) == (404, {"detail": "conversation not found"})
                 assert c.get("/v1/conversations/doomed").status_code == 404
+    finally:
+        engine.server.shutdown()
+        engine.server.server_close()
+
+
+def _delete_conversation(database_url: str, conversation: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("delete from memctx.conversations where id = %s", (conversation,))
+
+
+def _forget(api_url: str, key: str) -> None:
+    forgotten = httpx.delete(f"{api_url}/v1/me", headers={"Authorization": f"Bearer {key}"})
+    assert forgotten.status_code == 200, forgotten.text
+
+
+def test_a_user_forgotten_during_a_web_search_context_call_leaves_no_search_cache_row(database_url, embedder):
+    engine = _InterruptingEngine([{"title": "Harbour news", "url": "http://127.0.0.1:9/harbour",
+                                   "content": "The harbour reopens on Monday."}])
+    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, search_engines=["searxng"],
+                        searxng_url=engine.url, search_allow_private=True, search_keyword_threshold=0)
+    user = uuid.uuid4()
+    try:
+        with open_app(settings, embedder=embedder) as app, serve(build_api(app, settings)) as url:
+            from api_support import api_key
+
+            key = api_key(app, user)
+            engine.before = lambda: _forget(url, key)  # DELETE /v1/me while the search runs
+            with client(url, key) as c:
+                c.post("/v1/conversations", json={"external_id": "harbour"})
+                c.post("/v1/conversations/harbour/messages", json={"messages": [{"role": "user", "content": "hi"}]})
+                answer = c.post("/v1/conversations/harbour/context",
+                                json={"query": "latest news about the harbour", "token_budget": 800})
+                assert answer.status_code == 404
+        with psycopg.connect(database_url) as admin:
+            left = admin.execute("select count(*) from memctx.search_cache where user_id = %s", (user,)).fetchone()
+        assert left == (0,), "the forgotten user's search cache row survived"
     finally:
         engine.server.shutdown()
         engine.server.server_close()

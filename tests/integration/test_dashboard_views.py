@@ -152,3 +152,39 @@ def test_forgetting_a_user_deletes_their_log_and_keys(app, two_users):
                      "values (%s, 'k', %s, 'h')", (a, conv_a.id))
     deleted = app.store.forget_user(a)
     assert deleted["context_requests"] == 1 and deleted["idempotency_keys"] == 1
+
+
+def _documented_columns() -> dict[str, list[tuple[str, str]]]:
+    """docs/DASHBOARDS.md's column tables: view → [(column, type)], in the page's order."""
+    views: dict[str, list[tuple[str, str]]] = {}
+    view = None
+    for line in (ROOT / "docs" / "DASHBOARDS.md").read_text().splitlines():
+        if line.startswith("### `memctx."):
+            view = line.strip("#` ").removeprefix("memctx.")
+            views[view] = []
+        elif view and line.startswith("| `"):
+            column, kind = (cell.strip(" `") for cell in line.split("|")[1:3])
+            views[view].append((column, kind))
+        elif line.startswith("#"):
+            view = None
+    return views
+
+
+DASHBOARD_VIEWS = ("conversation_overview", "token_savings", "worker_backlog")
+
+
+def test_every_column_of_the_dashboard_views_is_documented_with_its_type(database_url):
+    aliases = {"timestamptz": "timestamp with time zone", "float8": "double precision"}
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute("""
+            select c.relname, a.attname, format_type(a.atttypid, a.atttypmod)
+              from pg_attribute a join pg_class c on c.oid = a.attrelid
+              join pg_namespace n on n.oid = c.relnamespace
+             where n.nspname = 'memctx' and c.relname = any(%s) and a.attnum > 0 and not a.attisdropped
+             order by c.relname, a.attnum""", (list(DASHBOARD_VIEWS),)).fetchall()
+    catalog: dict[str, list[tuple[str, str]]] = {}
+    for view, column, kind in rows:
+        catalog.setdefault(view, []).append((column, kind))
+    documented = {view: [(column, aliases.get(kind, kind)) for column, kind in columns]
+                  for view, columns in _documented_columns().items()}
+    assert set(catalog) == set(DASHBOARD_VIEWS) and documented == catalog

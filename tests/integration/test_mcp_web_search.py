@@ -118,3 +118,27 @@ def test_without_an_engine_it_says_so_in_one_sentence(database_url, app):
         assert message.endswith(NO_ENGINE) and NO_ENGINE.count(". ") == 0
 
     anyio.run(scenario)
+
+
+def test_a_user_forgotten_while_the_tool_searches_keeps_no_cache_row(database_url, app):
+    """The user forgotten (`memctx forget-user`, as `DELETE /v1/me` does) while `web_search` over
+    stdio waits for the engine: the answer still comes back, and nothing of the user is cached."""
+    from test_api_faults import _InterruptingEngine
+
+    engine = _InterruptingEngine([{"title": "Harbour news", "url": "http://127.0.0.1:9/harbour",
+                                   "content": "The harbour reopens on Monday."}])
+    user, key = _mia(app)
+    engine.before = lambda: app.store.forget_user(user)
+    env = {"MEMCTX_SEARCH_ENGINES": "searxng", "MEMCTX_SEARXNG_URL": engine.url, "MEMCTX_SEARCH_ALLOW_PRIVATE": "true"}
+
+    async def scenario():
+        async with _stdio(database_url, key, "trip", env) as session:
+            found = await call(session, "web_search", query="latest harbour news")
+            assert [r["text"] for r in found["results"]] == ["The harbour reopens on Monday."]
+
+    try:
+        anyio.run(scenario)
+    finally:
+        engine.server.shutdown()
+        engine.server.server_close()
+    assert app.store.forget_user(user)["search_cache"] == 0

@@ -9,6 +9,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import psycopg
 import pytest
 
 from memctx.app import open_app
@@ -20,6 +21,7 @@ from memctx.search.engines import DuckDuckGoEngine, SearxngEngine
 from memctx.search.fetch import Fetcher, FetchRefused, is_public
 from memctx.search.service import WebSearchOptions
 from memctx.search.types import Decision
+from memctx.sql import QUERIES
 from memctx.tokens import get_counter, messages_tokens
 from web_support import LoopbackWeb
 
@@ -155,6 +157,80 @@ def test_a_page_that_drips_in_is_cut_at_the_fetch_deadline():
         site.close()
 
 
+class _Engine(ThreadingHTTPServer):
+    """A SearXNG-compatible engine on loopback whose one hit is `url`."""
+
+    def __init__(self, url: str) -> None:
+        body = json.dumps({"results": [{"title": "Harbour news", "url": url,
+                                        "content": "The harbour reopens on Monday."}]}).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def test_a_dripping_result_page_holds_a_context_call_no_longer_than_the_search_deadline(database_url, embedder):
+    """A page that drips 5 bytes every 2 s, under fetch and engine timeouts of 30 s: the context
+    call's whole external search ends at MEMCTX_SEARCH_DEADLINE_S (2 s), keeping the hit's snippet."""
+    site = _Site(("127.0.0.1", 0), b"<html><body><p>" + b"harbour " * 100 + b"</p></body></html>", drip_s=2)
+    engine = _Engine(f"http://127.0.0.1:{site.server_address[1]}/harbour")
+    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, search_engines=["searxng"],
+                        searxng_url=engine.url, search_allow_private=True, search_keyword_threshold=0,
+                        search_timeout_s=30, search_fetch_timeout_s=30, search_deadline_s=2)
+    user = uuid.uuid4()
+    try:
+        with open_app(settings, embedder=embedder) as memctx_app:
+            conv = _conversation(memctx_app, user)
+            started = time.monotonic()
+            wc = get_working_context(memctx_app, conv.id, "latest news about the harbour", 800, user=user)
+            took = time.monotonic() - started
+        assert took < 4.5, f"the context call took {took:.1f} s"
+        assert [r.text for r in wc.external.results] == ["The harbour reopens on Monday."]
+        assert not wc.external.results[0].fetched
+        assert any("by the search's deadline" in e for e in wc.external.errors), wc.external.errors
+    finally:
+        engine.close()
+        site.close()
+
+
+def test_no_engine_is_asked_once_the_search_deadline_has_passed(web):
+    chain = EngineChain([SearxngEngine(web.base + "/slow", timeout_s=30), SearxngEngine(web.base + "/searxng")])
+    started = time.monotonic()
+    with pytest.raises(SearchFailed, match="deadline had passed"):
+        chain.search("postgres 18", 3, deadline=started + 0.5)
+    assert time.monotonic() - started < 1.5  # the slow engine waited only the time left
+
+
+def test_an_engine_answer_that_drips_in_is_cut_at_the_search_deadline():
+    answer = json.dumps({"results": [{"title": "Harbour news", "url": "http://example.org/harbour",
+                                      "content": "The harbour reopens on Monday."}]}).encode()
+    engine = _Site(("127.0.0.1", 0), answer, drip_s=0.5)  # each read quick, the whole answer ~13 s
+    try:
+        started = time.monotonic()
+        with pytest.raises(SearchFailed, match="ReadTimeout"):
+            EngineChain([SearxngEngine(f"http://127.0.0.1:{engine.server_address[1]}", timeout_s=30)]).search(
+                "harbour", 3, deadline=started + 1)
+        assert time.monotonic() - started < 2.5
+    finally:
+        engine.close()
+
+
 def test_a_search_fetches_cleans_and_keeps_the_snippet_of_a_refused_page(web):
     report = _web_search(web, [SearxngEngine(web.base + "/searxng")]).run("postgres 18 release", YES,
                                                                           user=uuid.uuid4())
@@ -188,6 +264,29 @@ def test_a_repeated_search_within_the_ttl_comes_from_the_cache(web, app):
                           options=WebSearchOptions(cache_ttl_s=0))
     assert not expired.run("postgres 18 release", YES, user=user).cached
     assert app.store.forget_user(user)["search_cache"] == 1
+
+
+def test_a_cache_write_waits_for_a_user_being_forgotten_and_then_stores_nothing(web, app, database_url):
+    """forget_user's transaction, held open after its lock and deletes: a search for one of the
+    user's conversations finishes its cache write only after it commits, and stores no row."""
+    user = uuid.uuid4()
+    conv = app.store.create_conversation(user)
+    search = _web_search(web, [SearxngEngine(web.base + "/searxng")], pool=app.pool)
+    reports = []
+    with psycopg.connect(database_url) as forgetting:
+        forgetting.execute(QUERIES["lock_user"], {"user_id": user})
+        forgetting.execute(QUERIES["forget_user"], {"user_id": user})
+        searching = threading.Thread(target=lambda: reports.append(
+            search.run("postgres 18 release", YES, user=user, conversation=conv.id)))
+        searching.start()
+        searching.join(3)
+        assert searching.is_alive(), "the cache write did not wait for the user's lock"
+        forgetting.commit()
+    searching.join(10)
+    assert reports and len(reports[0].results) == 3
+    with psycopg.connect(database_url) as admin:
+        left = admin.execute("select count(*) from memctx.search_cache where user_id = %s", (user,)).fetchone()
+    assert left == (0,), "a row of the forgotten user was cached"
 
 
 def _settings(database_url, web, **kw) -> Settings:
