@@ -127,7 +127,7 @@ class Settings(BaseSettings):
 
     # The OpenAI-compatible proxy and the request log (api/) -------------------------------------
     upstream_base_url: str | None = Field(default=None,
-                                          description="the proxy's OpenAI-compatible server; unset = OpenAI")
+                                          description="the proxy's OpenAI-compatible server (usually https://api.openai.com/v1); unset, the proxy answers 503")
     upstream_api_key: SecretStr | None = Field(default=None, description="the proxy's key for the upstream")
     upstream_timeout_s: float = Field(default=120.0, gt=0, description="timeout of one upstream call")
     proxy_token_budgets: dict[str, int] = Field(
