@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from memctx.assemble.render import format_date
+from memctx.retrieve.fusion import FusionWeights, fuse
 from memctx.tokens import TokenCounter, message_tokens, messages_tokens
 from memctx.words import STOPWORDS, bare_words
 
@@ -84,10 +85,12 @@ def bm25_scores(query: Sequence[str], documents: Sequence[Sequence[str]], k1: fl
     return scores
 
 
-def rrf_order(rankings: Sequence[Sequence[Any]], k: float = 60.0) -> list[Any]:
-    """Items of several rankings (best first) by reciprocal-rank fusion, Σ 1 / (k + rank)."""
-    score: dict[Any, float] = {}
-    for ranking in rankings:
+def rrf_order(lexical: Sequence[Any], dense: Sequence[Any], k: float = 60.0) -> list[Any]:
+    """Items of a full-text and a dense ranking (best first) by plain reciprocal-rank fusion,
+    Σ 1 / (k + rank): memctx's own fusion (`memctx.retrieve.fusion`) with both lists weighed 1 and
+    no recency. Ties keep the order items were first met in."""
+    candidates: dict[Any, dict[str, int | None]] = {}
+    for name, ranking in (("lexical", lexical), ("dense", dense)):
         for rank, item in enumerate(ranking, start=1):
-            score[item] = score.get(item, 0.0) + 1 / (k + rank)
-    return sorted(score, key=lambda item: -score[item])
+            candidates.setdefault(item, {})[name] = rank
+    return [item for item, _ in fuse(candidates, FusionWeights.of(k=k, dense=1.0, lexical=1.0, recency=0.0))]

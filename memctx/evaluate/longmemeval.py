@@ -270,7 +270,7 @@ def baseline_rankings(rows: Sequence[Mapping[str, Any]], question: str) -> dict[
     bm25 = [rows[i] for i in sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: -scores[i])]
     dense = sorted((r for r in rows if r["similarity"] is not None), key=lambda r: -r["similarity"])
     by_id = {r["id"]: r for r in rows}
-    fused = [by_id[i] for i in rrf_order([[r["id"] for r in bm25], [r["id"] for r in dense]])]
+    fused = [by_id[i] for i in rrf_order([r["id"] for r in bm25], [r["id"] for r in dense])]
     return {"bm25": bm25, "dense": dense, "rrf": fused}
 
 
