@@ -4,8 +4,8 @@ Owns: an ASGI middleware in front of the app. A request with a body to an authen
 (`/v1/…`, `/mcp`) is answered 401 unless its bearer credential is valid, before a byte of the
 body is read; any body over `api_max_body_bytes` is a 413: at once when its Content-Length says
 so, as soon as it passes the limit when it is streamed. So an anonymous or oversized upload costs
-the server neither the memory nor the parsing. It does not authorize anything: handlers resolve
-the caller again (the `caller` dependency), as they always do.
+the server neither the memory nor the parsing. The user it found is left in the request's state for the
+`caller` dependency (api/deps.py), so a credential is looked up once per request.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import anyio
 from starlette.routing import Match
 
-from memctx.auth import Unauthorized
+from memctx.auth import Unauthorized, bearer
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 AUTHENTICATED = ("/v1/", "/mcp")
@@ -92,17 +92,23 @@ def _route_for(routes, scope):
     return None
 
 
+# The request state's key for (credential, user) as the gate found them.
+CHECKED = "memctx_checked_credential"
+
+
 async def _authenticated(scope, headers: dict[bytes, bytes]) -> bool:
-    scheme, _, credential = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-    if scheme.lower() != "bearer" or not credential.strip():
+    try:
+        credential = bearer(headers.get(b"authorization", b"").decode("latin-1"))
+    except Unauthorized:
         return False
     authenticator = scope["app"].state.authenticator
     try:  # an API key is a database lookup: off the event loop, as the handlers' own check runs
-        await anyio.to_thread.run_sync(authenticator.user, credential.strip())
+        user = await anyio.to_thread.run_sync(authenticator.user, credential)
     except Unauthorized:
         return False
     except Exception:  # the database is down, say: the handler's own check answers it (503)
         return True
+    scope.setdefault("state", {})[CHECKED] = (credential, user)
     return True
 
 

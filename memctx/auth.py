@@ -83,7 +83,10 @@ class Authenticator:
 
     def caller(self, credential: str) -> Caller:
         """The credential's user, with the app scoped to them (row-level security)."""
-        user = self.user(credential)
+        return self.caller_of(self.user(credential))
+
+    def caller_of(self, user: UUID) -> Caller:
+        """A user already authenticated, with the app scoped to them."""
         return Caller(user, self.app.for_user(user))
 
     def user(self, credential: str) -> UUID:

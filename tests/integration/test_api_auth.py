@@ -188,3 +188,20 @@ def test_a_callers_app_is_kept_per_user_so_its_caches_outlive_one_request(app, m
     first = app.for_user(alice)
     app.for_user(bob), app.for_user(carol)  # alice is now the least recently used of three: dropped
     assert app.for_user(alice) is not first and app.for_user(alice).pool.user_id == alice
+
+
+def test_a_request_with_a_body_looks_its_api_key_up_once(app, settings, api_key_for, monkeypatch):
+    """The gate checks the credential before the body is read; the handler takes the user it found
+    instead of asking the database again."""
+    user = uuid.uuid4()
+    key = api_key_for(user)
+    lookups = []
+    real = keys.key_user
+    monkeypatch.setattr(keys, "key_user", lambda pool, credential: lookups.append(credential) or real(pool, credential))
+    with serve(build_api(app, settings)) as url, client(url, key) as http:
+        made = http.post("/v1/conversations", json={"external_id": "once"})
+        assert made.status_code in (200, 201), made.text
+        assert lookups == [key]
+        lookups.clear()
+        assert http.get("/v1/conversations").status_code == 200  # no body: the handler's own check
+        assert lookups == [key]
