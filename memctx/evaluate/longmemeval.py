@@ -33,7 +33,7 @@ import numpy as np
 from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.evaluate.baselines import bm25_scores, bm25_terms, pack, rrf_order, turn_line
 from memctx.evaluate.locomo import contains_answer, normalize
-from memctx.evaluate.run import _mean, _pct
+from memctx.evaluate.run import mean_of, percentile_of
 from memctx.models import InvalidInput, NewMessage
 from memctx.pipeline.catchup import catch_up
 from memctx.pipeline.longterm import close_conversation
@@ -198,11 +198,11 @@ class _Tally:
     def summary(self, *, latency: bool) -> dict[str, Any]:
         out = {"evidence_recall": _ratio(self.found, self.gold), "evidence_found": self.found,
                "evidence_gold": self.gold, "session_recall": _ratio(self.sessions_found, self.sessions_gold),
-               "answer_containment": _mean(self.contain), "answer_questions": len(self.contain),
-               "mean_tokens": _mean(self.tokens), "questions": self.questions}
+               "answer_containment": mean_of(self.contain), "answer_questions": len(self.contain),
+               "mean_tokens": mean_of(self.tokens), "questions": self.questions}
         if latency:
-            out["p50_ms"] = _pct(self.ms, 50)
-            out["p95_ms"] = _pct(self.ms, 95)
+            out["p50_ms"] = percentile_of(self.ms, 50)
+            out["p95_ms"] = percentile_of(self.ms, 95)
         return out
 
 

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 from uuid import UUID
 
-import numpy as np
-
 from memctx.tokens import message_tokens, messages_tokens
 from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.assemble.repeats import repeated_sentences, sentence_count
+from memctx.evaluate.run import mean_of
 from memctx.evaluate.locomo import POOLED_CATEGORIES, Question, evidence_found, load_questions
 from memctx.pipeline.catchup import catch_up
 from memctx.store import DEFAULT_USER
@@ -47,17 +46,13 @@ class _PrefixTally:
         over = sum(u > h for u, h in zip(self.used, self.history))
         return {"questions": len(self.used), "evidence_recall": round(self.found / self.gold, 4) if self.gold else None,
                 "evidence_found": self.found, "evidence_gold": self.gold,
-                "mean_tokens": _mean(self.used), "mean_history_tokens": _mean(self.history),
+                "mean_tokens": mean_of(self.used, digits=1), "mean_history_tokens": mean_of(self.history, digits=1),
                 "tokens_over_history": over, "verbatim": self.verbatim,
                 "repeated_sentences": self.repeated, "sentences": self.sentences,
                 "repeated_share": round(self.repeated / self.sentences, 4) if self.sentences else None,
                 "repeated_share_compressed": round(self.repeated_compressed / self.sentences_compressed, 4)
                 if self.sentences_compressed else None,
                 "points": [[h, u] for h, u in zip(self.history, self.used)]}
-
-
-def _mean(values: Sequence[int]) -> float | None:
-    return round(float(np.mean(values)), 1) if values else None
 
 
 def prepare_prefixes(app: Any, path: Path, user: UUID, prefixes: Sequence[int]

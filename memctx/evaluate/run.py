@@ -86,26 +86,26 @@ class _Tally:
             self.contain_open.append(float(hit))
 
     def summary(self, *, latency: bool, ceiling: float | None = None) -> dict[str, Any]:
-        contain = _mean(self.contain)
+        contain = mean_of(self.contain)
         out = {"evidence_recall": round(self.found / self.gold, 4) if self.gold else None,
                "evidence_found": self.found, "evidence_gold": self.gold,
-               "evidence_recall_question_mean": _mean(self.recall),
-               "evidence_recall_adversarial": _mean(self.recall_adversarial),
+               "evidence_recall_question_mean": mean_of(self.recall),
+               "evidence_recall_adversarial": mean_of(self.recall_adversarial),
                "answer_containment": contain,
                "answer_containment_ratio": round(contain / ceiling, 4) if contain is not None and ceiling else None,
-               "answer_containment_open_domain": _mean(self.contain_open), "mean_tokens": _mean(self.tokens),
+               "answer_containment_open_domain": mean_of(self.contain_open), "mean_tokens": mean_of(self.tokens),
                "questions": len(self.recall), "skipped": self.skipped}
         if latency:
-            out["p50_ms"] = _pct(self.ms, 50)
-            out["p95_ms"] = _pct(self.ms, 95)
+            out["p50_ms"] = percentile_of(self.ms, 50)
+            out["p95_ms"] = percentile_of(self.ms, 95)
         return out
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return round(float(np.mean(values)), 4) if values else None
+def mean_of(values: Sequence[float], digits: int = 4) -> float | None:
+    return round(float(np.mean(values)), digits) if values else None
 
 
-def _pct(values: Sequence[float], q: float) -> float | None:
+def percentile_of(values: Sequence[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 2) if values else None
 
 
@@ -238,7 +238,7 @@ def _ceiling(questions: Sequence[Question], conversations: dict[str, UUID],
         hit = contains_answer(full[conversations[q.sample_id]], q.answer) if q.category in hits else None
         if hit is not None:
             hits[q.category].append(float(hit))
-    return _mean([h for c in hits.values() for h in c]), {c: _mean(h) for c, h in hits.items()}
+    return mean_of([h for c in hits.values() for h in c]), {c: mean_of(h) for c, h in hits.items()}
 
 
 def _user_messages(app: Any, user: UUID) -> list[Message]:
