@@ -26,7 +26,7 @@ from memctx.assemble.corrections import Correction, Statement, replaced_note, su
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
 from memctx.assemble.memories import MemorySection, fill_memories
 from memctx.assemble.render import external_block, external_section
-from memctx.assemble.repeats import keys
+from memctx.assemble.repeats import keys, memories_once
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.retrieve.search import MemorySearch, SearchOptions
 from memctx.retrieve.types import Memory
@@ -140,8 +140,8 @@ class ContextAssembler:
             timings["external"] = _ms(t0)
         shown = {str(t["id"]) for t in items.turns}
         memories, replaced = self._supersede(items, memories)
-        recalled = fill_memories(memories, shown | said_already(memories, _said(items.turns)), memory_budget,
-                                 self.counter)
+        hidden = shown | said_already(memories, _said(items.turns))
+        recalled = fill_memories(memories, hidden, memory_budget, self.counter)
         # Shares are targets, not walls: what the current context leaves goes to the memories
         # (memory_budget above), and what the memories leave goes back to the current context
         # before anything of it stays dropped. (Recent turns are never memory hits, so a wider
@@ -154,8 +154,9 @@ class ContextAssembler:
                 items, cuts, current_messages, current_tokens = refit
                 back = {str(t["id"]) for t in items.turns}
                 if back & {str(s.id) for s in recalled.sources}:  # a turn put back was a memory: once is enough
-                    recalled = fill_memories(memories, back | said_already(memories, _said(items.turns)),
-                                             memory_budget, self.counter)
+                    hidden = back | said_already(memories, _said(items.turns))
+                    recalled = fill_memories(memories, hidden, memory_budget, self.counter)
+        recalled = self._memories_once(memories, recalled, hidden, _said(items.turns), memory_budget)
         # Each thing once: the summaries and board lines leave out what the turns shown say, and
         # what a correction replaced.
         current_messages, current_tokens = self._say_once(items, recalled, memories, replaced)
@@ -204,6 +205,7 @@ class ContextAssembler:
         others = [m for m in memories if m.conversation_id != conversation] if opts.scope == "user" else []
         shown = {str(t["id"]) for t in history.turns} | said_already(others, _said(history.turns))
         recalled = fill_memories(others, shown, room - external_tokens, self.counter)
+        recalled = self._memories_once(others, recalled, shown, _said(history.turns), room - external_tokens)
         cuts += recalled.cuts
         messages = [system, *external_messages, *([recalled.message] if recalled.message else []),
                     *history.messages, ask]
@@ -222,6 +224,16 @@ class ContextAssembler:
         timings["total"] = _ms(started)
         return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total, sections=sections,
                               sources=sources, cuts=cuts, timings_ms=timings, external=report)
+
+    def _memories_once(self, memories: Sequence[Memory], recalled: MemorySection, shown: set[str], said: set[str],
+                       budget: int) -> MemorySection:
+        """The memory section with each sentence of five words or more once (`memories_once`):
+        the same memories, repacked (they cost less now, so all still fit), and the same cuts."""
+        once = memories_once(memories, {str(s.id) for s in recalled.sources}, said)
+        if once is None:
+            return recalled
+        packed = fill_memories(once, shown, budget, self.counter)
+        return replace(packed, cuts=recalled.cuts)
 
     def _say_once(self, items: CurrentItems, recalled: MemorySection, memories: Sequence[Memory], replaced: set[str]
                   ) -> tuple[list[dict[str, str]], int]:
