@@ -11,9 +11,11 @@ inside a whole turn, or quoted by a summary, a board line or compressed turns. I
 *whole* when an evidence turn's full text is there, as the evidence recall counts turns.
 
 `RetentionTally` sums contexts (memctx's or a baseline's, at one budget): observations kept per
-100 context tokens, and how many of them only the compressed parts kept. `chain_retention`
-scores a conversation's live summary chain and board alone, as the context renders them: the
-observations they keep, of those whose evidence the chain covers, per 100 tokens of that text.
+100 context tokens, and how many of them by the key sentence alone, with no evidence turn whole
+(in memctx's contexts: summaries, board lines, compressed turns and turns cut by "…"; in a
+baseline's, the same sentence said in another turn). `ChainTally` scores conversations' live
+summary chain and board alone (`chain_text`: as the context renders them, with room for all):
+the observations they keep, of those whose evidence the chain covers, per 100 tokens of that text.
 Pure but for reading the file.
 """
 
@@ -125,7 +127,7 @@ class RetentionTally:
     def summary(self) -> dict[str, Any]:
         return {"kept_per_100_tokens": _per_100(self.kept, self.tokens),
                 "kept_share": round(self.kept / self.observations, 4) if self.observations else None,
-                "kept_in_compressed_parts_only": self.kept - self.whole,
+                "kept_by_sentence_only": self.kept - self.whole,
                 "kept": self.kept, "observations": self.observations, "tokens": self.tokens}
 
 

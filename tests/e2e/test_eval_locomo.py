@@ -120,7 +120,7 @@ def test_prefix_arm_never_costs_more_than_the_history_and_finds_all_where_it_fit
     assert fits["repeated_sentences"] == 0
     # the history verbatim keeps every gold observation of its turns, each in a whole turn
     kept = fits["retention"]
-    assert kept["observations"] > 0 and kept["kept_share"] == 1.0 and kept["kept_in_compressed_parts_only"] == 0
+    assert kept["observations"] > 0 and kept["kept_share"] == 1.0 and kept["kept_by_sentence_only"] == 0
     assert kept["kept_per_100_tokens"] == round(100 * kept["kept"] / kept["tokens"], 3)
     # 100 turns at 500 tokens keep fewer of them, and their chain and board keep some on their own
     assert results["prefixes"]["100"]["500"]["retention"]["kept_share"] < 1.0

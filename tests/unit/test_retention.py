@@ -36,5 +36,5 @@ def test_observations_outside_the_text_s_turns_are_not_counted_and_tokens_divide
     tally = RetentionTally()
     tally.add(gold, TURNS["D2:1"], 50)
     tally.add(gold, "nothing of it", 150)
-    assert tally.summary() == {"kept_per_100_tokens": 0.5, "kept_share": 0.5, "kept_in_compressed_parts_only": 0,
+    assert tally.summary() == {"kept_per_100_tokens": 0.5, "kept_share": 0.5, "kept_by_sentence_only": 0,
                                "kept": 1, "observations": 2, "tokens": 200}
