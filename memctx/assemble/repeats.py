@@ -23,6 +23,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[\"'(\[]?[A-Z0-9¿¡])|\n+")
 _LEAD = re.compile(r"^\s*(?:[-*•]\s+)?(?:\[[^\]]*\]\s*)*(?:\[summary of messages [^\]]*\]\s*)?"
                    r"(?:[A-Za-z][\w.'’-]*(?: [A-Za-z][\w.'’-]*){0,2}:\s+)?")
 _WORD = re.compile(r"[\w'’]+")
+# What a turn's relative dates meant, as the memory section appends it ("(last week = the week
+# before 16 July 2023)", memctx.assemble.render.date_note): a date, which may frame many lines.
+_DATE_NOTE = re.compile(r"\s*\((?:[^()=;]+ = [^();]+)(?:; [^()=;]+ = [^();]+)*\)\s*$")
 
 
 def sentences(text: str) -> list[str]:
@@ -33,8 +36,8 @@ def sentences(text: str) -> list[str]:
 @lru_cache(maxsize=65_536)
 def key(sentence: str) -> str | None:
     """What a sentence says, comparable across sections: its words, lowercase, without a leading
-    speaker, date or bullet; None when it has fewer than five words."""
-    words = _WORD.findall(_LEAD.sub("", sentence, count=1).lower().replace("’", "'"))
+    speaker, date or bullet and without a trailing date note; None when it has fewer than five words."""
+    words = _WORD.findall(_DATE_NOTE.sub("", _LEAD.sub("", sentence, count=1)).lower().replace("’", "'"))
     return " ".join(words) if len(words) >= MIN_WORDS else None
 
 

@@ -19,6 +19,11 @@ def test_a_sentence_is_the_same_whoever_says_it_and_whatever_frames_it():
 def test_short_sentences_dates_and_names_may_repeat():
     assert repeated_sentences(["Priya: Thanks!", "Guide: Thanks!", "[2 March 2026]", "[2 March 2026]"]) == 0
     assert key("We land on 24 May at 9:40.") == "we land on 24 may at 9 40"
+    # what a relative date meant, as the memory section notes it after a turn, is a date too
+    lines = ["Mel: [image: a photo of a score board] (Last week = the week before 16 July 2023)",
+             "Mel: [image: a photo of a table with books] (Last week = the week before 16 July 2023)"]
+    assert repeated_sentences(lines) == 0
+    assert key("I ran a charity race yesterday (yesterday = 19 May 2023)") == "i ran a charity race yesterday"
 
 
 def test_strip_said_keeps_what_is_new_in_order_and_remembers_it():
