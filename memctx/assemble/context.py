@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, Mapping, Protocol, Sequence
 from uuid import UUID
@@ -26,7 +26,7 @@ from memctx.assemble.corrections import Correction, Statement, replaced_note, su
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
 from memctx.assemble.memories import MemorySection, fill_memories
 from memctx.assemble.render import external_block, external_section
-from memctx.assemble.repeats import keys
+from memctx.assemble.repeats import keys, memories_once
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.retrieve.search import MemorySearch, SearchOptions
 from memctx.retrieve.types import Memory
@@ -105,79 +105,90 @@ class ContextAssembler:
         timings: dict[str, float] = {}
         available = budget - fixed
         current_share, memory_share = shares(available, opts.current_share)
-        base = search_options or self.search.options
-        # Candidates scale with the memories' share: ~20 tokens per candidate turn is more than enough.
-        k = min(base.k_dense, max(100, memory_share // 20))
-        sopts = replace(base, limit=opts.memory_candidates, k_dense=k, k_lexical=min(base.k_lexical, k),
-                        pair_rank=pair_rank(base.pair_rank, memory_share))
-        # The memory search (query embedding, SQL, fusion) needs nothing of the current context:
-        # it runs beside the current context's query and fitting (onnxruntime, an embeddings
-        # endpoint and the database all release the GIL).
-        searching = _SEARCHES.submit(self._search, user, conversation if opts.scope == "conversation" else None,
-                                     ask["content"], sopts, now)
+        searching = self._start_search(user, conversation, ask, opts, memory_share, search_options, now)
         # Every turn is read when the whole history may fit the budget: then it is what the
         # client would have sent, the measure no context may pass.
         rows = self._current_rows(user, conversation, opts.recent_turns, history_tokens=available)
         timings["current_sql"] = _ms(started)
         history = whole_history(rows)
-        if history is not None:
-            history_tokens = sum(message_tokens(self.counter, m["role"], m["content"]) for m in history.messages)
-            if fixed + history_tokens <= opts.compress_at * budget:
-                return self._verbatim(user, conversation, system, ask, budget, fixed, history, history_tokens,
-                                      opts, searching, timings, started)
-        items, cuts, current_messages, current_tokens = self._fit_current(rows, opts, current_share)
-        # External results get their share first; what they leave flows to the memories below.
-        external_budget = min(int(available * opts.external_share), available - current_tokens) if self.external else 0
-        memory_budget = available - current_tokens - external_budget
+        history_tokens = 0 if history is None else sum(
+            message_tokens(self.counter, m["role"], m["content"]) for m in history.messages)
+        if history is not None and fixed + history_tokens <= opts.compress_at * budget:
+            return self._verbatim(user, conversation, system, ask, budget, fixed, history, history_tokens,
+                                  opts, searching, timings, started)
+        draft = _Draft(current_share, *self._fit_current(rows, opts, current_share))
         memories, timings["search"] = searching.result()
-        report, external_messages, external_sources, external_tokens = None, [], [], 0
         if self.external is not None:
             t0 = time.perf_counter()
-            report, external_messages, external_sources, external_tokens, external_cuts = self._search_external(
-                user, conversation, ask, [m["content"] for m in current_messages], memories, external_budget)
-            cuts += external_cuts
-            memory_budget = available - current_tokens - external_tokens
+            self._add_external(draft, user, conversation, ask, available, opts, memories)
             timings["external"] = _ms(t0)
-        shown = {str(t["id"]) for t in items.turns}
-        memories, replaced = self._supersede(items, memories)
-        recalled = fill_memories(memories, shown | said_already(memories, _said(items.turns)), memory_budget,
-                                 self.counter)
-        # Shares are targets, not walls: what the current context leaves goes to the memories
-        # (memory_budget above), and what the memories leave goes back to the current context
-        # before anything of it stays dropped. (Recent turns are never memory hits, so a wider
-        # current context cannot repeat a memory.)
-        wider = current_tokens + memory_budget - recalled.tokens
-        if cuts and wider > current_share:
-            refit = self._fit_current(rows, opts, wider, refill=True)
-            if refit[3] > current_tokens:
-                current_share, memory_budget = wider, recalled.tokens
-                items, cuts, current_messages, current_tokens = refit
-                back = {str(t["id"]) for t in items.turns}
-                if back & {str(s.id) for s in recalled.sources}:  # a turn put back was a memory: once is enough
-                    recalled = fill_memories(memories, back | said_already(memories, _said(items.turns)),
-                                             memory_budget, self.counter)
+        draft.memory_budget = available - draft.current_tokens - draft.external_tokens
+        memories, replaced = self._supersede(draft.items, memories)
+        self._recall(draft, rows, opts, memories)
         # Each thing once: the summaries and board lines leave out what the turns shown say, and
         # what a correction replaced.
-        current_messages, current_tokens = self._say_once(items, recalled, memories, replaced)
-        cuts += recalled.cuts
-        messages = [system, *external_messages, *([recalled.message] if recalled.message else []), *current_messages, ask]
+        draft.current_messages, draft.current_tokens = self._say_once(draft.items, draft.recalled, memories, replaced)
+        draft.cuts += draft.recalled.cuts
+        messages = draft.messages(system, ask)
         total = messages_tokens(self.counter, messages)
         assert total <= budget, f"assembled {total} tokens over the budget of {budget}"
         if history is not None and total > fixed + history_tokens:
             # Never more than the status quo: the history itself is then the better context.
             return self._verbatim(user, conversation, system, ask, budget, fixed, history, history_tokens, opts,
                                   memories, timings, started)
-        sections = [
-            self._fixed_section("system", system),
-            SectionReport("external", external_budget, external_tokens, len(external_sources)),
-            SectionReport("memories", memory_budget, recalled.tokens, len(recalled.sources)),
-            SectionReport("current", current_share, current_tokens, len(current_messages)),
-            self._fixed_section("query", ask),
-        ]
-        sources = external_sources + recalled.sources + items.sources(conversation)
         timings["total"] = _ms(started)
-        return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total, sections=sections,
-                              sources=sources, cuts=cuts, timings_ms=timings, external=report)
+        return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total,
+                              sections=[self._fixed_section("system", system), *draft.sections(),
+                                        self._fixed_section("query", ask)],
+                              sources=draft.sources(conversation), cuts=draft.cuts, timings_ms=timings,
+                              external=draft.report)
+
+    def _start_search(self, user: UUID, conversation: UUID, ask: dict, opts: ContextOptions, memory_share: int,
+                      search_options: SearchOptions | None, now: datetime | None
+                      ) -> "Future[tuple[list[Memory], float]]":
+        """The memory search, started in the background. It needs nothing of the current context:
+        it runs beside the current context's query and fitting (onnxruntime, an embeddings
+        endpoint and the database all release the GIL)."""
+        base = search_options or self.search.options
+        # Candidates scale with the memories' share: ~20 tokens per candidate turn is more than enough.
+        k = min(base.k_dense, max(100, memory_share // 20))
+        sopts = replace(base, limit=opts.memory_candidates, k_dense=k, k_lexical=min(base.k_lexical, k),
+                        pair_rank=pair_rank(base.pair_rank, memory_share))
+        return _SEARCHES.submit(self._search, user, conversation if opts.scope == "conversation" else None,
+                                ask["content"], sopts, now)
+
+    def _add_external(self, draft: "_Draft", user: UUID, conversation: UUID, ask: dict, available: int,
+                      opts: ContextOptions, memories: Sequence[Memory]) -> None:
+        """External results, in their share first; what they leave flows to the memories."""
+        budget = min(int(available * opts.external_share), available - draft.current_tokens)
+        draft.report, draft.external_messages, draft.external_sources, draft.external_tokens, cuts = \
+            self._search_external(user, conversation, ask, [m["content"] for m in draft.current_messages],
+                                  memories, budget)
+        draft.external_budget = budget
+        draft.cuts += cuts
+
+    def _recall(self, draft: "_Draft", rows: Sequence[Mapping[str, Any]], opts: ContextOptions,
+                memories: Sequence[Memory]) -> None:
+        """The memory section, filled best first with what the current context does not show.
+
+        Shares are targets, not walls: what the current context leaves goes to the memories
+        (`memory_budget`), and what the memories leave goes back to the current context before
+        anything of it stays dropped. (Recent turns are never memory hits, so a wider current
+        context cannot repeat a memory.) Last, each sentence once across the quoted turns."""
+        hidden = {str(t["id"]) for t in draft.items.turns} | said_already(memories, _said(draft.items.turns))
+        draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter)
+        wider = draft.current_tokens + draft.memory_budget - draft.recalled.tokens
+        if draft.cuts and wider > draft.current_share:
+            refit = self._fit_current(rows, opts, wider, refill=True)
+            if refit[3] > draft.current_tokens:
+                draft.current_share, draft.memory_budget = wider, draft.recalled.tokens
+                draft.items, draft.cuts, draft.current_messages, draft.current_tokens = refit
+                back = {str(t["id"]) for t in draft.items.turns}
+                if back & {str(s.id) for s in draft.recalled.sources}:  # a turn put back was a memory: once is enough
+                    hidden = back | said_already(memories, _said(draft.items.turns))
+                    draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter)
+        draft.recalled = self._memories_once(memories, draft.recalled, hidden, _said(draft.items.turns),
+                                             draft.memory_budget)
 
     def _verbatim(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
                   history: "History", history_tokens: int, opts: ContextOptions,
@@ -204,6 +215,7 @@ class ContextAssembler:
         others = [m for m in memories if m.conversation_id != conversation] if opts.scope == "user" else []
         shown = {str(t["id"]) for t in history.turns} | said_already(others, _said(history.turns))
         recalled = fill_memories(others, shown, room - external_tokens, self.counter)
+        recalled = self._memories_once(others, recalled, shown, _said(history.turns), room - external_tokens)
         cuts += recalled.cuts
         messages = [system, *external_messages, *([recalled.message] if recalled.message else []),
                     *history.messages, ask]
@@ -222,6 +234,16 @@ class ContextAssembler:
         timings["total"] = _ms(started)
         return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total, sections=sections,
                               sources=sources, cuts=cuts, timings_ms=timings, external=report)
+
+    def _memories_once(self, memories: Sequence[Memory], recalled: MemorySection, shown: set[str], said: set[str],
+                       budget: int) -> MemorySection:
+        """The memory section with each sentence of five words or more once (`memories_once`):
+        the same memories, repacked (they cost less now, so all still fit), and the same cuts."""
+        once = memories_once(memories, {str(s.id) for s in recalled.sources}, said)
+        if once is None:
+            return recalled
+        packed = fill_memories(once, shown, budget, self.counter)
+        return replace(packed, cuts=recalled.cuts)
 
     def _say_once(self, items: CurrentItems, recalled: MemorySection, memories: Sequence[Memory], replaced: set[str]
                   ) -> tuple[list[dict[str, str]], int]:
@@ -376,6 +398,36 @@ def pair_rank(rank: int | None, memory_share: int) -> int | None:
     if rank is None:
         return None
     return max(1, round(rank * min(1.0, memory_share / PAIR_FULL_SHARE)))
+
+
+@dataclass
+class _Draft:
+    """A compressed context between the steps of `ContextAssembler._assemble`."""
+
+    current_share: int
+    items: CurrentItems
+    cuts: list[Cut]
+    current_messages: list[dict[str, str]]
+    current_tokens: int
+    memory_budget: int = 0
+    recalled: MemorySection = MemorySection(None, [], 0, [])
+    external_budget: int = 0
+    report: SearchReport | None = None
+    external_messages: list[dict[str, str]] = field(default_factory=list)
+    external_sources: list[Source] = field(default_factory=list)
+    external_tokens: int = 0
+
+    def messages(self, system: dict, ask: dict) -> list[dict[str, str]]:
+        memory = [self.recalled.message] if self.recalled.message else []
+        return [system, *self.external_messages, *memory, *self.current_messages, ask]
+
+    def sections(self) -> list[SectionReport]:
+        return [SectionReport("external", self.external_budget, self.external_tokens, len(self.external_sources)),
+                SectionReport("memories", self.memory_budget, self.recalled.tokens, len(self.recalled.sources)),
+                SectionReport("current", self.current_share, self.current_tokens, len(self.current_messages))]
+
+    def sources(self, conversation: UUID) -> list[Source]:
+        return self.external_sources + self.recalled.sources + self.items.sources(conversation)
 
 
 @dataclass(frozen=True)

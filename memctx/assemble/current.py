@@ -14,7 +14,7 @@ from uuid import UUID
 
 from memctx.assemble.corrections import Correction, Statement, corrections_of, summary_statements
 from memctx.assemble.render import current_section
-from memctx.assemble.repeats import keys, strip_said
+from memctx.assemble.repeats import strip_said
 from memctx.assemble.types import Cut, Source
 from memctx.summarize.types import BoardItem
 from memctx.tokens import TokenCounter, message_tokens
@@ -79,22 +79,16 @@ class CurrentItems:
 
     def say_once(self, said: set[str], shown: set[str]) -> None:
         """Leave out what the context already says: a board line whose source turns are all in it
-        (`shown`: the ids of its turns) or whose words `said` holds, then every sentence of the
+        (`shown`: the ids of its turns) and its sentences that `said` holds, then every sentence of the
         summaries and compressed turns that `said` holds or an earlier one of them says (the
         master first, then the running summary, the level summaries, the compressed turns). The
         raw turns stay as they are: `said` should hold theirs already. Only ever shortens."""
-        def new(line: str) -> bool:
+        def new(line: str) -> str:
             sources = self.item_sources.get(line)
-            if sources and sources <= shown:
-                return False
-            ks = keys(line)
-            if ks and ks <= said:
-                return False
-            said.update(ks)
-            return True
+            return "" if sources and sources <= shown else strip_said(line, said)
 
-        self.constraints = [c for c in self.constraints if new(c)]
-        self.facts = [f for f in self.facts if new(f)]
+        self.constraints = [c for c in map(new, self.constraints) if c]
+        self.facts = [f for f in map(new, self.facts) if f]
         if self.master:
             master = strip_said(self.master["content"] or "", said)
             self.master = {**self.master, "content": master} if master else None

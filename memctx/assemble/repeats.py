@@ -2,16 +2,20 @@
 
 Owns: splitting text into comparable sentences (a speaker's "Name:" lead, date brackets, bullets
 and case set aside, so "user: I'll buy the tickets." and "Priya: I'll buy the tickets." are one
-sentence), `strip_said` (a text without the sentences already said) and `repeated_sentences`
-(how many sentences of five words or more a context says more than once). Pure; no I/O.
+sentence), `strip_said` (a text without the sentences already said), `elide_said` (the same for
+a quoted turn, with "…" where a sentence was left out) and `repeated_sentences` (how many
+sentences of five words or more a context says more than once). Pure; no I/O.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from functools import lru_cache
-from typing import Iterable, Mapping, Sequence
+from typing import Collection, Iterable, Mapping, Sequence
+
+from memctx.retrieve.types import Memory
 
 MIN_WORDS = 5  # shorter sentences ("Thanks!", "Sounds good.") may repeat: they frame, they do not inform
 
@@ -19,6 +23,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[\"'(\[]?[A-Z0-9¿¡])|\n+")
 _LEAD = re.compile(r"^\s*(?:[-*•]\s+)?(?:\[[^\]]*\]\s*)*(?:\[summary of messages [^\]]*\]\s*)?"
                    r"(?:[A-Za-z][\w.'’-]*(?: [A-Za-z][\w.'’-]*){0,2}:\s+)?")
 _WORD = re.compile(r"[\w'’]+")
+# What a turn's relative dates meant, as the memory section appends it ("(last week = the week
+# before 16 July 2023)", memctx.assemble.render.date_note): a date, which may frame many lines.
+_DATE_NOTE = re.compile(r"\s*\((?:[^()=;]+ = [^();]+)(?:; [^()=;]+ = [^();]+)*\)\s*$")
 
 
 def sentences(text: str) -> list[str]:
@@ -29,8 +36,8 @@ def sentences(text: str) -> list[str]:
 @lru_cache(maxsize=65_536)
 def key(sentence: str) -> str | None:
     """What a sentence says, comparable across sections: its words, lowercase, without a leading
-    speaker, date or bullet; None when it has fewer than five words."""
-    words = _WORD.findall(_LEAD.sub("", sentence, count=1).lower().replace("’", "'"))
+    speaker, date or bullet and without a trailing date note; None when it has fewer than five words."""
+    words = _WORD.findall(_DATE_NOTE.sub("", _LEAD.sub("", sentence, count=1)).lower().replace("’", "'"))
     return " ".join(words) if len(words) >= MIN_WORDS else None
 
 
@@ -59,6 +66,52 @@ def strip_said(text: str, said: set[str]) -> str:
         elif kept:
             lines.append(" ".join(kept))
     return "\n".join(lines)
+
+
+ELIDED = "…"
+
+
+def elide_said(text: str, said: set[str]) -> str:
+    """`text` with "…" for each run of sentences whose words `said` holds; what it keeps is added
+    to `said`. For a turn quoted as evidence: the reader sees that something was left out. A text
+    with nothing said already comes back as it was."""
+    if not keys(text) & said and len(keys(text)) == sum(1 for k in map(key, sentences(text)) if k):
+        said.update(keys(text))
+        return text
+    lines: list[str] = []
+    for line in text.split("\n"):
+        parts, kept, cut = sentences(line), [], False
+        for sentence in parts:
+            k = key(sentence)
+            if k is not None and k in said:
+                if kept[-1:] != [ELIDED]:
+                    kept.append(ELIDED)
+                cut = True
+                continue
+            if k is not None:
+                said.add(k)
+            kept.append(sentence)
+        lines.append(" ".join(kept) if cut else line)
+    return "\n".join(lines)
+
+
+def memories_once(memories: Sequence[Memory], chosen: Collection[str], said: set[str]) -> list[Memory] | None:
+    """The `chosen` memories (ids of the turns and summaries a memory section shows), each turn
+    with `elide_said` applied, the most relevant memory first (`memories` is in search order):
+    what `said` (the recent turns') or a more relevant memory already says is left out, the turn
+    itself stays, so both turns are cited and the sentence is read once. None when nothing
+    repeats (the section stands as it is)."""
+    said, texts, out, elided = set(said), {}, [], False
+    for memory in memories:
+        shown = [f for f in memory.fragments
+                 if str(f.id) in chosen or (memory.kind != "message" and str(memory.id) in chosen)]
+        for fragment in sorted(shown, key=lambda f: f.id != memory.id):  # the hit before its partners
+            if fragment.id not in texts:
+                texts[fragment.id] = elide_said(fragment.text, said)
+                elided = elided or texts[fragment.id] != fragment.text
+        if shown:
+            out.append(replace(memory, fragments=tuple(replace(f, text=texts[f.id]) for f in shown)))
+    return out if elided else None
 
 
 def repeated_sentences(messages: Sequence[Mapping[str, str]] | Iterable[str]) -> int:

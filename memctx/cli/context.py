@@ -131,16 +131,35 @@ def _print_prefixes(results: dict) -> None:
     table = Table(title="LoCoMo prefixes: questions whose evidence lies in the first N turns")
     table.caption = ("evidence recall: gold turns of categories 1–4, pooled; history: the prefix's full history "
                      "with system prompt and query; over: contexts costing more than it; repeated: sentences of "
-                     "five words or more said twice in one context")
+                     "five words or more said twice in one context; kept /100 tok: gold observations the context "
+                     "keeps per 100 of its tokens")
     for column in ("turns", "budget", "questions", "evidence recall", "mean tokens", "mean history", "over",
-                   "verbatim", "repeated", "repeated (compressed)"):
+                   "verbatim", "repeated", "repeated (compressed)", "kept /100 tok"):
         table.add_column(column)
     for n, per in results["prefixes"].items():
         for budget, r in per.items():
             table.add_row(n, budget, str(r["questions"]), _fmt(r["evidence_recall"]), f"{r['mean_tokens'] or 0:.0f}",
                           f"{r['mean_history_tokens'] or 0:.0f}", str(r["tokens_over_history"]), str(r["verbatim"]),
-                          _fmt(r["repeated_share"]), _fmt(r["repeated_share_compressed"]))
+                          _fmt(r["repeated_share"]), _fmt(r["repeated_share_compressed"]),
+                          _per_100(r["retention"]))
     Console().print(table)
+    _print_chains(results["chain_retention"])
+
+
+def _print_chains(chains: dict) -> None:
+    """The live summary chain and board alone: gold observations kept, of those they cover."""
+    table = Table(title="Live summary chain + board alone: gold observations kept")
+    for column in ("conversations", "kept / covered", "tokens", "kept /100 tok"):
+        table.add_column(column)
+    for name, r in chains.items():
+        table.add_row(name, f"{r['kept']} / {r['covered']} ({_fmt(r['kept_share'])})", str(r["tokens"]),
+                      _per_100(r))
+    Console().print(table)
+
+
+def _per_100(retention: dict) -> str:
+    value = retention.get("kept_per_100_tokens")
+    return "–" if value is None else f"{value:.2f}"
 
 
 def _budgets(budgets: str) -> list[int]:
@@ -227,9 +246,10 @@ def _print_table(results: dict) -> None:
     table.caption = ("evidence recall: gold turns of categories 1–4 found / all, pooled; "
                      "per question: the mean over questions of every category; adversarial: category 5's; "
                      "answer containment: categories 1, 2, 4, in brackets its share of the full history's "
-                     f"({_fmt(results['answer_containment_ceiling'])})")
+                     f"({_fmt(results['answer_containment_ceiling'])}); kept /100 tok: gold observations the "
+                     "context keeps per 100 of its tokens")
     for column in ("budget", "arm", "evidence recall", "per question", "adversarial", "answer containment",
-                   "mean tokens", "p50 ms", "p95 ms"):
+                   "mean tokens", "p50 ms", "p95 ms", "kept /100 tok"):
         table.add_column(column)
     for budget, r in results["budgets"].items():
         rows = [("memctx", r), *r["baselines"].items()]
@@ -237,8 +257,11 @@ def _print_table(results: dict) -> None:
             table.add_row(budget, arm, _fmt(v["evidence_recall"]), _fmt(v["evidence_recall_question_mean"]),
                           _fmt(v["evidence_recall_adversarial"]),
                           f"{_fmt(v['answer_containment'])} ({_fmt(v['answer_containment_ratio'])})",
-                          f"{v['mean_tokens']:.0f}", str(v.get("p50_ms", "")), str(v.get("p95_ms", "")))
+                          f"{v['mean_tokens']:.0f}", str(v.get("p50_ms", "")), str(v.get("p95_ms", "")),
+                          _per_100(v["retention"]))
     out.print(table)
+    if results.get("chain_retention"):
+        _print_chains({"all": results["chain_retention"]})
 
 
 def _fmt(value: float | None) -> str:

@@ -1,8 +1,9 @@
 """LoCoMo questions and the scoring rules of memctx's evaluation. Pure; no I/O but reading the file.
 
 Owns: reading the question side of a LoCoMo file (`sample_id` and `qa` only — the authors'
-`observation`, `session_summary` and `event_summary` annotations would leak answers and are never
-read), lenient evidence parsing, answer normalization, and the per-question scores.
+`observation`, `session_summary` and `event_summary` annotations would leak answers: only the
+scores read them, `retention` and `board`, never what is ingested), lenient evidence parsing,
+answer normalization, and the per-question scores.
 """
 
 from __future__ import annotations

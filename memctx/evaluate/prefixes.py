@@ -8,7 +8,9 @@ as a chat message, the query: what a client without memctx sends), the contexts 
 than that history (the target is none), those sent verbatim, and the share of sentences of five
 words or more said twice in one context, overall and over the contexts that were not the history
 verbatim (a history may repeat itself; a compressed context still quotes two turns whole when
-both say "Your kind words mean a lot."). `plot_prefixes` draws tokens used against history.
+both say "Your kind words mean a lot."), and the gold observations kept per 100 context tokens
+(memctx.evaluate.retention). Per prefix length it also scores the live summary chain and board
+alone. `plot_prefixes` draws tokens used against history.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.assemble.repeats import repeated_sentences, sentence_count
 from memctx.evaluate.run import mean_of
 from memctx.evaluate.locomo import POOLED_CATEGORIES, Question, evidence_found, load_questions
+from memctx.evaluate.retention import Gold, RetentionTally, load_observations
+from memctx.evaluate.run import chain_retention
 from memctx.pipeline.catchup import catch_up
 from memctx.store import DEFAULT_USER
 from memctx.store.ingest import ConversationInput, ingest, load_file
@@ -41,6 +45,7 @@ class _PrefixTally:
     verbatim: int = 0
     repeated_compressed: int = 0  # the same, over the contexts that were not the history verbatim
     sentences_compressed: int = 0
+    retention: RetentionTally = field(default_factory=RetentionTally)
 
     def summary(self) -> dict[str, Any]:
         over = sum(u > h for u, h in zip(self.used, self.history))
@@ -52,6 +57,7 @@ class _PrefixTally:
                 "repeated_share": round(self.repeated / self.sentences, 4) if self.sentences else None,
                 "repeated_share_compressed": round(self.repeated_compressed / self.sentences_compressed, 4)
                 if self.sentences_compressed else None,
+                "retention": self.retention.summary(),
                 "points": [[h, u] for h, u in zip(self.history, self.used)]}
 
 
@@ -81,9 +87,11 @@ def run_prefixes(app: Any, path: Path, budgets: Sequence[int], prefixes: Sequenc
     questions = load_questions(path)[:limit] if limit else load_questions(path)
     system = {"role": "system", "content": assembler.options.system_prompt}
     tallies = {(n, b): _PrefixTally() for n in prefixes for b in budgets}
+    observations = load_observations(path)
     for (sample, n), (cid, ids) in sorted(convs.items()):
         history = app.store.list_messages(user, cid)
         texts = {m.external_id: m.text for m in history if m.external_id}
+        gold = Gold.of(observations.get(sample, []), texts)
         turns = sum(message_tokens(app.counter, m.role if m.role in ("user", "assistant") else "user", m.text)
                     for m in history)
         asked = [q for q in questions if q.sample_id == sample and q.evidence and set(q.evidence) <= ids]
@@ -92,10 +100,14 @@ def run_prefixes(app: Any, path: Path, budgets: Sequence[int], prefixes: Sequenc
             for budget in budgets:
                 wc = assembler.get_working_context(user, cid, q.question, budget)
                 _add(tallies[(n, budget)], q, wc.messages, wc.tokens, full, texts)
+                tallies[(n, budget)].retention.add(gold, wc.text, wc.tokens)
         if progress:
             progress(len(asked))
+    chains = {n: chain_retention(app, observations, {s: c for (s, m), (c, _) in convs.items() if m == n},
+                                 {c: user for c, _ in convs.values()}) for n in prefixes}
     return {"dataset": str(path), "prefixes": {str(n): {str(b): tallies[(n, b)].summary() for b in budgets}
-                                               for n in prefixes}}
+                                               for n in prefixes},
+            "chain_retention": {str(n): chains[n] for n in prefixes}}
 
 
 def _add(tally: _PrefixTally, q: Question, messages: Sequence[Mapping[str, str]], tokens: int, full: int,

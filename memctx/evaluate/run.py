@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 from uuid import UUID, uuid5
 
 import numpy as np
@@ -37,6 +37,7 @@ from memctx.assemble.render import session_header, session_key, turn_line as mem
 from memctx.evaluate.baselines import BASELINES, baseline_context, turn_line
 from memctx.evaluate.locomo import (CATEGORIES, CONTAINMENT_CATEGORIES, POOLED_CATEGORIES, Question,
                                     contains_answer, evidence_found, load_questions)
+from memctx.evaluate.retention import ChainTally, Gold, RetentionTally, chain_text, load_observations
 from memctx.models import Message
 from memctx.pipeline.catchup import catch_up
 from memctx.pipeline.longterm import close_conversation
@@ -177,6 +178,9 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
     questions = load_questions(path)[:limit] if limit else load_questions(path)
     system = assembler.options.system_prompt
     arms = {b: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for b in budgets}
+    observations = load_observations(path)
+    gold = {cid: Gold.of(observations.get(sid, []), texts[cid]) for sid, cid in conversations.items()}
+    kept = {b: {"memctx": RetentionTally(), **{k: RetentionTally() for k in BASELINES}} for b in budgets}
     by_cat = {b: {c: _Tally(pooled=(c,)) for c in CATEGORIES} for b in budgets}
     ceiling, ceiling_by_cat = _ceiling(questions, conversations, full)
     for q in questions:  # memctx first, alone, so its latency is not mixed with the baselines'
@@ -186,6 +190,7 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
             wc = assembler.get_working_context(owners[cid], cid, q.question, budget)
             ms = (time.perf_counter() - t0) * 1000
             arms[budget]["memctx"].add(q, wc.text, wc.tokens, texts[cid], ms)
+            kept[budget]["memctx"].add(gold[cid], wc.text, wc.tokens)
             by_cat[budget][q.category].add(q, wc.text, wc.tokens, texts[cid], ms)
         if progress:
             progress(1)
@@ -197,6 +202,7 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
                 context, tokens = baseline_context(ranked, kind, system, q.question, budget, app.counter,
                                                    line_tokens[cid])
                 arms[budget][kind].add(q, context, tokens, texts[cid])
+                kept[budget][kind].add(gold[cid], context, tokens)
         if progress:
             progress(1)
     return {
@@ -206,13 +212,34 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
                                 "per_conversation": history},
         "answer_containment_ceiling": ceiling,
         "answer_containment_ceiling_by_category": {CATEGORIES[c]: v for c, v in ceiling_by_cat.items()},
+        "chain_retention": chain_retention(app, observations, conversations, owners) if scope == "conversation"
+        else None,
         "budgets": {str(b): {**arms[b]["memctx"].summary(latency=True, ceiling=ceiling),
-                             "baselines": {k: arms[b][k].summary(latency=False, ceiling=ceiling)
+                             "retention": kept[b]["memctx"].summary(),
+                             "baselines": {k: {**arms[b][k].summary(latency=False, ceiling=ceiling),
+                                               "retention": kept[b][k].summary()}
                                            for k in BASELINES} if baselines else {},
                              "by_category": {CATEGORIES[c]: t.summary(latency=True, ceiling=ceiling_by_cat.get(c))
                                              for c, t in sorted(by_cat[b].items()) if t.recall or t.skipped}}
                     for b in budgets},
     }
+
+
+def chain_retention(app: Any, observations: Mapping[str, Sequence[Any]], conversations: Mapping[str, UUID],
+                    owners: Mapping[UUID, UUID]) -> dict[str, Any]:
+    """The gold observations each conversation's live summary chain and board keep, of those
+    whose evidence turns the chain covers, per 100 tokens of the chain and board as rendered."""
+    tally = ChainTally()
+    for sid, cid in sorted(conversations.items()):
+        with app.pool.connection() as conn:
+            rows = conn.execute(QUERIES["current_context"], {
+                "user_id": owners[cid], "conversation_id": cid, "recent_limit": 0, "history_limit": 0,
+                "history_tokens": 0}).fetchall()
+        text, covered = chain_text(rows)
+        texts = {m.external_id: m.text for m in app.store.list_messages(owners[cid], cid)
+                 if m.external_id and m.seq <= covered}
+        tally.add(sid, Gold.of(observations.get(sid, []), texts), text, app.counter.count(text) if text else 0)
+    return tally.summary()
 
 
 def history_text(messages: Sequence[Message]) -> str:

@@ -176,8 +176,21 @@ def summarize_step(ctx: _Context) -> Step | None:
     return step
 
 
+def cap_of(conn, ctx: _Context, action: Action, items: list[ChainItem]) -> int:
+    """The tokens a summary may take: half of the messages it covers (and `summary_length`), and
+    never more than its sources. Half of its sources would halve again at every level of
+    summaries of summaries: a level-3 summary of 27 short turns was one sentence."""
+    sources = sum(i.token_count or 0 for i in items)
+    if action.source_kind == "message":
+        return summary_cap(sources, ctx.params.summary_length)
+    covered = conn.execute(QUERIES["covered_tokens"], {
+        "user_id": ctx.user_id, "conversation_id": ctx.conversation_id, "first_seq": action.first_seq,
+        "last_seq": action.last_seq}).fetchone()["tokens"]
+    return max(1, min(summary_cap(covered, ctx.params.summary_length), sources))
+
+
 def _write_new(conn, ctx: _Context, action: Action, items: list[ChainItem]) -> Step:
-    cap = summary_cap(sum(i.token_count for i in items), ctx.params.summary_length)
+    cap = cap_of(conn, ctx, action, items)
     draft = capped(ctx.summarizer.summarize([i.source() for i in items], level=action.level,
                                             is_master=action.is_master, max_tokens=cap), cap, ctx.app.counter)
     row = conn.execute(QUERIES["insert_summary"], {
@@ -194,7 +207,7 @@ def _write_new(conn, ctx: _Context, action: Action, items: list[ChainItem]) -> S
 
 def _write_merge(conn, ctx: _Context, action: Action, items: list[ChainItem]) -> Step:
     master, merged = items[0], items[1:]
-    cap = summary_cap(master.token_count + sum(i.token_count for i in merged), ctx.params.summary_length)
+    cap = cap_of(conn, ctx, action, items)
     draft = capped(ctx.summarizer.summarize([i.source() for i in merged], level=action.level, is_master=True,
                                             max_tokens=cap, previous=master.text), cap, ctx.app.counter)
     row = conn.execute(QUERIES["merge_into_master"], {

@@ -19,6 +19,14 @@ select pg_advisory_unlock(hashtextextended('memctx.catch_up:' || %(conversation_
 select id, user_id, last_seq, message_count, closed_at from memctx.conversations
  where id = %(conversation_id)s and user_id = %(user_id)s
 
+-- name: covered_tokens
+-- The tokens of the messages seq first_seq..last_seq of a conversation: what a summary of them
+-- covers, whatever its sources (messages or summaries of them).
+select coalesce(sum(m.token_count), 0)::int as tokens
+  from memctx.messages m
+ where m.user_id = %(user_id)s and m.conversation_id = %(conversation_id)s
+   and m.seq between %(first_seq)s and %(last_seq)s
+
 -- name: live_chain
 -- The live chain in chain order: master, summaries from the highest level down (oldest first),
 -- then the raw messages after the covered prefix (at most raw_limit of them; null = all).

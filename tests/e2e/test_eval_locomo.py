@@ -118,6 +118,14 @@ def test_prefix_arm_never_costs_more_than_the_history_and_finds_all_where_it_fit
     fits = results["prefixes"]["20"]["4000"]  # 20 turns fit 80 % of 4,000 tokens: the history verbatim
     assert fits["verbatim"] == fits["questions"] and fits["evidence_recall"] == 1.0
     assert fits["repeated_sentences"] == 0
+    # the history verbatim keeps every gold observation of its turns, each in a whole turn
+    kept = fits["retention"]
+    assert kept["observations"] > 0 and kept["kept_share"] == 1.0 and kept["kept_by_sentence_only"] == 0
+    assert kept["kept_per_100_tokens"] == round(100 * kept["kept"] / kept["tokens"], 3)
+    # 100 turns at 500 tokens keep fewer of them, and their chain and board keep some on their own
+    assert results["prefixes"]["100"]["500"]["retention"]["kept_share"] < 1.0
+    chain = results["chain_retention"]["100"]
+    assert chain["covered"] > 0 and 0 < chain["kept"] <= chain["covered"] and chain["tokens"] > 0
     assert results["prefixes"]["100"]["500"]["verbatim"] == 0  # 100 turns do not fit 500 tokens
     plot = tmp_path / "prefixes.png"
     plot_prefixes(results, plot)

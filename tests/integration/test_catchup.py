@@ -116,7 +116,10 @@ def test_no_summary_is_longer_than_what_it_summarizes(app, locomo_path):
         assert r["token_count"] == app.counter.count(r["content"])
         assert r["token_count"] <= r["covered_tokens"] // 2, r
         if not r["is_master"]:  # a master also folds its previous text, which is not a source row
-            assert r["token_count"] <= r["source_tokens"] // 2, r
+            assert r["token_count"] <= r["source_tokens"], r
+    # a summary of summaries may take half of the turns it stands for, not half of its sources:
+    # some level-2 summaries keep more than half of theirs
+    assert any(r["level"] == 2 and r["token_count"] > r["source_tokens"] // 2 for r in rows)
 
 
 def test_a_summarizer_that_overshoots_is_cut_to_under_its_sources(app, locomo_path):

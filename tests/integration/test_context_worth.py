@@ -12,9 +12,9 @@ import pytest
 
 from memctx.assemble import ContextOptions, assembler_for
 from memctx.tokens import messages_tokens
-from memctx.assemble.repeats import repeated_sentences
+from memctx.assemble.repeats import key, repeated_sentences, sentences
 from memctx.models import NewMessage
-from memctx.pipeline.catchup import catch_up
+from memctx.pipeline.catchup import catch_up, live_chain
 from memctx.store.ingest import ingest, load_file
 from support import TRIP
 
@@ -133,3 +133,16 @@ def test_a_correction_supersedes_in_the_trip(app, budget):
         wc = assembler_for(app).get_working_context(user, conv.id, query, budget)
         assert _stale(wc, "1,500 euros") == [] and _stale(wc, "land on 24 May") == [], wc.text
         assert repeated_sentences(wc.messages) == 0
+
+
+def test_a_summary_of_27_turns_carries_more_than_one_sentence(app):
+    user = uuid.uuid4()
+    conv = _trip(app, user, repeat=2)  # 32 turns: a level-3 summary of turns 1-27
+    catch_up(app, user, conv.id)
+    level3 = next(i for i in live_chain(app, user, conv.id) if i.kind == "summary" and i.level == 3)
+    assert (level3.first_seq, level3.last_seq) == (1, 27)
+    covered = sum(m.token_count for m in app.store.list_messages(user, conv.id) if m.seq <= 27)
+    said = [s for s in sentences(level3.text) if key(s)]
+    # half of what it covers is its room: it keeps what the turns said, not one line of it
+    assert level3.token_count <= covered // 2 and len(said) >= 5, level3.text
+    assert any("Pena Palace" in s for s in said) and any("shellfish" in s for s in said), level3.text
