@@ -48,7 +48,8 @@ def serve_cmd(host: Optional[str] = typer.Option(None, help="listen address (MEM
         background.start()
     try:
         uvicorn.run("api.app:serve_app", factory=True, host=host or settings.api_host,
-                    port=settings.api_port if port is None else port, workers=workers or settings.api_workers)
+                    port=settings.api_port if port is None else port, workers=workers or settings.api_workers,
+                    timeout_keep_alive=settings.api_keep_alive_s)
     finally:
         stop.set()
         if background:

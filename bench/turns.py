@@ -23,6 +23,10 @@ until then); with `:process` the worker runs as its own process (`memctx serve -
 `memctx worker`) instead of a thread of the server's. `--rounds 2` runs them A B B A, so that a
 drift of the machine's load weighs on both.
 
+`--rate 2,4,8` offers each rate in turn to the same server (each load after the worker has caught
+up with the one before): the rate at which the p95 turn latency still meets a target, found in one
+run.
+
 With `--check-messages M` the run is a fixed amount of work instead of a timed load, and a check of
 what the database holds after it: all conversations at once, each appending M messages one request
 at a time (no `id`, so a message stored twice would show) and asking `--check-contexts` contexts
@@ -31,7 +35,7 @@ messages it sent, in order, once each, with 0 failed calls, and all of it summar
 drained, every message embedded, every board current, every summary chain as the rules give it).
 It prints p50 / p95 / p99 per call and each invariant, and exits 1 if one fails.
 
-    python bench/turns.py [--locomo PATH] [--conversations 64] [--rate TURNS_PER_S] [--seconds 20]
+    python bench/turns.py [--locomo PATH] [--conversations 64] [--rate TURNS_PER_S[,…]] [--seconds 20]
                           [--arms request,worker] [--rounds 1] [--json]
     python bench/turns.py --conversations 200 --check-messages 20 [--check-contexts 2]
 """
@@ -83,9 +87,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--conversations", type=int, default=64, help="concurrent conversations (one user each)")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured load per arm and round")
     parser.add_argument("--warmup", type=float, default=3.0, help="load before the measured part, not counted")
-    parser.add_argument("--rate", type=float, default=None,
-                        help="open loop: turns per second offered, spread over the conversations (default: "
-                             "closed loop, each conversation starts its next turn when the last one ends)")
+    parser.add_argument("--rate", default=None,
+                        help="open loop: turns per second offered, spread over the conversations; several "
+                             "(2,4,8) run one after the other on the same server (default: closed loop, each "
+                             "conversation starts its next turn when the last one ends)")
     parser.add_argument("--history", type=int, default=None,
                         help="turns stored in each conversation before the load (default 40; 0 with --check-messages)")
     parser.add_argument("--check-messages", type=int, default=0, metavar="M",
@@ -106,8 +111,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--conversations must be between 1 and {MAX_CONVERSATIONS}, not {args.conversations}")
     if not 0 < args.seconds <= MAX_SECONDS:
         parser.error(f"--seconds must be more than 0 and at most {MAX_SECONDS:g}, not {args.seconds:g}")
-    if args.rate is not None and not args.rate > 0:
-        parser.error(f"--rate must be more than 0 turns per second, not {args.rate:g}")
+    if args.rate is not None:
+        try:
+            args.rate = [float(r) for r in args.rate.split(",")]
+        except ValueError:
+            parser.error(f"--rate takes turns per second, comma-separated, not {args.rate!r}")
+        for r in args.rate:
+            if not r > 0:
+                parser.error(f"--rate must be more than 0 turns per second, not {r:g}")
     if args.history is None:
         args.history = 0 if args.check_messages else 40
     if args.check_messages < 0 or args.check_contexts < 0:
@@ -294,43 +305,49 @@ def served(arm: str, base_settings: Settings, args: argparse.Namespace, plays: l
         stop_and_drop(children, admin, name, 60)
 
 
-def run_arm(arm: str, base_settings: Settings, args: argparse.Namespace, plays: list[Script], vectors: dict) -> dict:
+def run_arm(arm: str, base_settings: Settings, args: argparse.Namespace, plays: list[Script], vectors: dict) -> list[dict]:
+    """One load per rate of `--rate` (one closed-loop load without it) against one server, each
+    after the worker has caught up with the one before; the conversations go on where they were."""
     with served(arm, base_settings, args, plays, vectors) as server:
-        url, base, names, secrets = server.url, server.base, server.names, server.secrets
-        max_attempts = server.settings.outbox_max_attempts
-        seeded_drain = wait_drained(url, max_attempts, args.drain_timeout)
+        seeded_drain = wait_drained(server.url, server.settings.outbox_max_attempts, args.drain_timeout)
+        progress = [0] * len(plays)
+        return [{"arm": arm, "rate": rate, **measure(server, args, plays, progress, rate),
+                 "seeded_history_drain_s": None if seeded_drain is None else round(seeded_drain, 1)}
+                for rate in args.rate or [None]]
 
-        samples: list[tuple[int, float]] = []
-        stop = threading.Event()
-        sampler = threading.Thread(target=sample_backlog, args=(url, max_attempts, args.sample_s, stop, samples))
-        load_started = datetime.now(timezone.utc)
-        sampler.start()
-        cpu = time.process_time()
-        try:
-            load = asyncio.run(run_load(base, names, secrets, plays, args.budget, args.warmup, args.seconds,
-                                        args.timeout, [0] * len(plays), args.rate))
-        finally:
-            stop.set()
-            sampler.join()
-        cpu = time.process_time() - cpu  # the bench's own (client) CPU: it shares the machine
-        with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
-            unembedded = conn.execute("select count(*) as n from memctx.messages "
-                                      "where embedding is null and text <> ''").fetchone()["n"]
-        drain = wait_drained(url, max_attempts, args.drain_timeout)
-        with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
-            waited = [r["s"] for r in conn.execute(
-                "select extract(epoch from processed_at - created_at)::float8 as s from memctx.outbox "
-                "where created_at >= %s and processed_at is not null", (load_started,))]
 
+def measure(server: Served, args: argparse.Namespace, plays: list[Script], progress: list[int],
+            rate: float | None) -> dict:
+    url, max_attempts = server.url, server.settings.outbox_max_attempts
+    samples: list[tuple[int, float]] = []
+    stop = threading.Event()
+    sampler = threading.Thread(target=sample_backlog, args=(url, max_attempts, args.sample_s, stop, samples))
+    load_started = datetime.now(timezone.utc)
+    sampler.start()
+    cpu = time.process_time()
+    try:
+        load = asyncio.run(run_load(server.base, server.names, server.secrets, plays, args.budget, args.warmup,
+                                    args.seconds, args.timeout, progress, rate))
+    finally:
+        stop.set()
+        sampler.join()
+    cpu = time.process_time() - cpu  # the bench's own (client) CPU: it shares the machine
+    with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+        unembedded = conn.execute("select count(*) as n from memctx.messages "
+                                  "where embedding is null and text <> ''").fetchone()["n"]
+    drain = wait_drained(url, max_attempts, args.drain_timeout)
+    with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+        waited = [r["s"] for r in conn.execute(
+            "select extract(epoch from processed_at - created_at)::float8 as s from memctx.outbox "
+            "where created_at >= %s and processed_at is not null", (load_started,))]
     pending = [p for p, _ in samples]
     return {
-        "arm": arm, "turns": len(load.turn), "turns_per_s": round(len(load.turn) / load.elapsed, 2),
+        "turns": len(load.turn), "turns_per_s": round(len(load.turn) / load.elapsed, 2),
         # the same turns over the load and the worker's drain after it: all their work done
         "turns_per_s_drained": None if drain is None else round(len(load.turn) / (load.elapsed + drain), 2),
         "failed": load.failed, "client_cpu_s": round(cpu, 1),
         "append": quantiles(load.append), "context": quantiles(load.context), "turn": quantiles(load.turn),
         "backlog": {
-            "seeded_history_drain_s": None if seeded_drain is None else round(seeded_drain, 1),
             "pending_max": max(pending, default=0),
             "pending_mean": round(sum(pending) / len(pending), 1) if pending else 0,
             "pending_at_end": pending[-1] if pending else 0,
@@ -531,12 +548,12 @@ def main(argv: list[str] | None = None) -> dict:
     vectors: dict = {}
     if args.check_messages:
         return check_main(args, plays, load_before, vectors)
-    results = [run_arm(arm, Settings(), args, plays, vectors) for arm in args.order]
+    results = [run for arm in args.order for run in run_arm(arm, Settings(), args, plays, vectors)]
     report = {
         **where_and_when(load_before), "conversations": args.conversations, "rate": args.rate, "seconds": args.seconds, "history_turns": args.history,
         "token_budget": args.budget, "runs": results,
     }
-    if len(args.arms) == 2:
+    if len(args.arms) == 2 and len(args.rate or [None]) == 1:
         a, b = args.arms
         mean = lambda arm, get: sum(get(r) for r in results if r["arm"] == arm) / args.rounds  # noqa: E731
         report[f"{b}_over_{a}"] = {
@@ -549,11 +566,13 @@ def main(argv: list[str] | None = None) -> dict:
     if printed(report, args.json):
         return report
     print(f"{args.conversations} conversations, "
-          f"{f'{args.rate:g} turns/s offered' if args.rate else 'closed loop'}, {args.seconds:g} s per run (+{args.warmup:g} s warm-up), "
+          f"{'/'.join(f'{r:g}' for r in args.rate) + ' turns/s offered' if args.rate else 'closed loop'}, "
+          f"{args.seconds:g} s per run (+{args.warmup:g} s warm-up), "
           f"{args.history} turns of history each, budget {args.budget}")
     for r in results:
         b = r["backlog"]
-        print(f"  {r['arm']:8} {r['turns_per_s']:7.2f} turns/s ({r['turns']} turns, failed {r['failed'] or 0}); "
+        offered = f" ({r['rate']:g}/s offered)" if r["rate"] else ""
+        print(f"  {r['arm']:8} {r['turns_per_s']:7.2f} turns/s{offered} ({r['turns']} turns, failed {r['failed'] or 0}); "
               f"{r['turns_per_s_drained']} turns/s counting the worker's drain after the load")
         for what in ("append", "context", "turn"):
             q = r[what]
