@@ -15,7 +15,10 @@ the worker has caught up with the seeded history, `--warmup` seconds of load not
 and the whole turn, failed calls, and the worker's lag: the outbox backlog sampled every
 `--sample-s` during the load (pending rows, age of the oldest), the messages still without an
 embedding when the load ends, the time the worker then needs to drain it, and how long the rows
-written during the load waited (processed_at - created_at, p50 / p95).
+written during the load waited (processed_at - created_at, p50 / p95). And the CPU every turn costs: of
+the server's process (its threads: the API's, the worker's, the embedder's) and of the database's
+backends, from the load's start until the worker has drained it, over every turn sent (warm-up
+included): what one turn takes of the machine, whatever else is running on it.
 
 Arms (`--arms`) are where an append's messages are embedded (MEMCTX_APPEND_EMBEDDING): `request`
 (inside the append) and `worker` (by the background worker; memory search finds them by full text
@@ -273,6 +276,7 @@ class Served:
     names: list[str]
     secrets: list[str]
     settings: Settings
+    pids: list[int]  # the server's process (and the worker's, for a `:process` arm)
 
 
 @contextmanager
@@ -300,7 +304,7 @@ def served(arm: str, base_settings: Settings, args: argparse.Namespace, plays: l
                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         base = f"http://127.0.0.1:{port}"
         wait_up(base + "/readyz")  # 503 until the embedder has loaded
-        yield Served(url, base, names, secrets, settings)
+        yield Served(url, base, names, secrets, settings, [c.pid for c in children])
     finally:
         stop_and_drop(children, admin, name, 60)
 
@@ -316,9 +320,35 @@ def run_arm(arm: str, base_settings: Settings, args: argparse.Namespace, plays: 
                 for rate in args.rate or [None]]
 
 
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU seconds of each process still running (all its threads: the API's,
+    the in-process worker's and the embedder's native ones)."""
+    out = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return out
+
+
+def backends(url: str) -> list[int]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [r[0] for r in conn.execute("select pid from pg_stat_activity where datname = current_database() "
+                                           "and pid <> pg_backend_pid()")]
+
+
+def cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
+    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
+
+
 def measure(server: Served, args: argparse.Namespace, plays: list[Script], progress: list[int],
             rate: float | None) -> dict:
     url, max_attempts = server.url, server.settings.outbox_max_attempts
+    cpu_before = cpu_seconds(server.pids), cpu_seconds(backends(url))
+    started_before = sum(progress)
     samples: list[tuple[int, float]] = []
     stop = threading.Event()
     sampler = threading.Thread(target=sample_backlog, args=(url, max_attempts, args.sample_s, stop, samples))
@@ -336,6 +366,10 @@ def measure(server: Served, args: argparse.Namespace, plays: list[Script], progr
         unembedded = conn.execute("select count(*) as n from memctx.messages "
                                   "where embedding is null and text <> ''").fetchone()["n"]
     drain = wait_drained(url, max_attempts, args.drain_timeout)
+    # the CPU of every turn sent (warm-up included), the worker's share too, until it has drained them
+    all_turns = max(1, sum(progress) - started_before)
+    server_cpu = cpu_used(cpu_before[0], cpu_seconds(server.pids))
+    database_cpu = cpu_used(cpu_before[1], cpu_seconds(backends(url)))
     with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
         waited = [r["s"] for r in conn.execute(
             "select extract(epoch from processed_at - created_at)::float8 as s from memctx.outbox "
@@ -346,6 +380,8 @@ def measure(server: Served, args: argparse.Namespace, plays: list[Script], progr
         # the same turns over the load and the worker's drain after it: all their work done
         "turns_per_s_drained": None if drain is None else round(len(load.turn) / (load.elapsed + drain), 2),
         "failed": load.failed, "client_cpu_s": round(cpu, 1),
+        "cpu_ms_per_turn": {"server": round(server_cpu / all_turns * 1000, 1),
+                            "postgres": round(database_cpu / all_turns * 1000, 1), "turns": all_turns},
         "append": quantiles(load.append), "context": quantiles(load.context), "turn": quantiles(load.turn),
         "backlog": {
             "pending_max": max(pending, default=0),
@@ -577,6 +613,8 @@ def main(argv: list[str] | None = None) -> dict:
         for what in ("append", "context", "turn"):
             q = r[what]
             print(f"           {what:8} p50 {q['p50_ms']} / p95 {q['p95_ms']} / p99 {q['p99_ms']} ms")
+        c = r["cpu_ms_per_turn"]
+        print(f"           CPU per turn, the worker's included: server {c['server']} ms, Postgres {c['postgres']} ms")
         print(f"           backlog: pending max {b['pending_max']} (mean {b['pending_mean']}, at the end "
               f"{b['pending_at_end']}), oldest max "
               f"{b['oldest_max_s']} s; {b['unembedded_at_end']} unembedded at the end, drained in "

@@ -35,6 +35,7 @@ def test_a_short_run_serves_turns_and_the_worker_keeps_up(turns, admin_url, monk
     assert run["arm"] == "worker" and run["failed"] == {}
     assert run["turns"] > 0 and run["turns_per_s"] > 0
     assert run["turn"]["p50_ms"] > 0 and run["backlog"]["drain_after_load_s"] is not None
+    assert run["cpu_ms_per_turn"]["server"] > 0 and run["cpu_ms_per_turn"]["postgres"] > 0
     assert "turns/s" in capsys.readouterr().out
 
 
