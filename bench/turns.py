@@ -368,7 +368,9 @@ def measure(server: Served, args: argparse.Namespace, plays: list[Script], progr
     drain = wait_drained(url, max_attempts, args.drain_timeout)
     # the CPU of every turn sent (warm-up included), the worker's share too, until it has drained them
     all_turns = max(1, sum(progress) - started_before)
-    server_cpu = cpu_used(cpu_before[0], cpu_seconds(server.pids))
+    processes = cpu_seconds(server.pids)
+    server_cpu = cpu_used(cpu_before[0], {pid: t for pid, t in processes.items() if pid == server.pids[0]})
+    worker_cpu = cpu_used(cpu_before[0], {pid: t for pid, t in processes.items() if pid != server.pids[0]})
     database_cpu = cpu_used(cpu_before[1], cpu_seconds(backends(url)))
     with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
         waited = [r["s"] for r in conn.execute(
@@ -381,6 +383,7 @@ def measure(server: Served, args: argparse.Namespace, plays: list[Script], progr
         "turns_per_s_drained": None if drain is None else round(len(load.turn) / (load.elapsed + drain), 2),
         "failed": load.failed, "client_cpu_s": round(cpu, 1),
         "cpu_ms_per_turn": {"server": round(server_cpu / all_turns * 1000, 1),
+                            **({"worker_process": round(worker_cpu / all_turns * 1000, 1)} if len(server.pids) > 1 else {}),
                             "postgres": round(database_cpu / all_turns * 1000, 1), "turns": all_turns},
         "append": quantiles(load.append), "context": quantiles(load.context), "turn": quantiles(load.turn),
         "backlog": {
@@ -614,7 +617,8 @@ def main(argv: list[str] | None = None) -> dict:
             q = r[what]
             print(f"           {what:8} p50 {q['p50_ms']} / p95 {q['p95_ms']} / p99 {q['p99_ms']} ms")
         c = r["cpu_ms_per_turn"]
-        print(f"           CPU per turn, the worker's included: server {c['server']} ms, Postgres {c['postgres']} ms")
+        worker = f", worker process {c['worker_process']} ms" if "worker_process" in c else " (the worker's included)"
+        print(f"           CPU per turn: server {c['server']} ms{worker}, Postgres {c['postgres']} ms")
         print(f"           backlog: pending max {b['pending_max']} (mean {b['pending_mean']}, at the end "
               f"{b['pending_at_end']}), oldest max "
               f"{b['oldest_max_s']} s; {b['unembedded_at_end']} unembedded at the end, drained in "
