@@ -48,7 +48,8 @@ def serve_cmd(host: Optional[str] = typer.Option(None, help="listen address (MEM
         background.start()
     try:
         uvicorn.run("api.app:serve_app", factory=True, host=host or settings.api_host,
-                    port=settings.api_port if port is None else port, workers=workers or settings.api_workers)
+                    port=settings.api_port if port is None else port, workers=workers or settings.api_workers,
+                    timeout_keep_alive=settings.api_keep_alive_s)
     finally:
         stop.set()
         if background:
@@ -63,11 +64,23 @@ def _run_worker(settings: Settings, stop) -> None:
 
     from memctx import doors
 
+    settings = in_process_worker_settings(settings)
     for run in doors.plugged(doors.SERVICES):
         try:
             run(settings, stop=stop)
         except Exception:
             logging.getLogger("memctx.worker").exception("the in-process worker stopped")
+
+
+def in_process_worker_settings(settings: Settings) -> Settings:
+    """The settings of the worker that runs in the server's process: its embedder on one thread,
+    unless MEMCTX_EMBED_THREADS says otherwise. It embeds a few messages at a time beside the
+    requests, on the same cores, and a second onnxruntime thread (spinning between runs) cost each
+    chat turn more CPU than it saved (bench/turns.py, 64 conversations at 4 and 8 turns/s, A B B A:
+    the server's CPU per turn 95-118 ms with two threads, 65-73 ms with one)."""
+    if "embed_threads" in settings.model_fields_set:
+        return settings
+    return settings.model_copy(update={"embed_threads": 1})
 
 
 @keys_app.command("create")

@@ -81,6 +81,15 @@ def wait_up(url: str, timeout_s: float = 60.0) -> None:
     raise RuntimeError(f"{url} did not come up")
 
 
+def stop_and_drop(children: list[subprocess.Popen], admin: str, database: str, wait_s: float) -> None:
+    """End the run's child processes, then drop its database."""
+    for child in children:
+        child.terminate()
+        child.wait(wait_s)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'drop database if exists "{database}" with (force)')
+
+
 def serve_upstream(port: int) -> None:
     """The instant upstream (run in a child process): a fixed completion for every request."""
     import uvicorn
@@ -259,11 +268,7 @@ def main() -> None:
         api = asyncio.run(through_api(base, key, conversations, queries, args.clients, args.seconds, args.budget))
         proxy = proxy_overhead(base, upstream, key, queries, args.proxy_requests)
     finally:
-        for child in children:
-            child.terminate()
-            child.wait(30)
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'drop database if exists "{args.database}" with (force)')
+        stop_and_drop(children, admin, args.database, 30)
 
     report = {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),

@@ -143,6 +143,9 @@ class Settings(BaseSettings):
     api_host: str = Field(default="127.0.0.1", description="address `memctx serve` listens on")
     api_port: int = Field(default=8080, ge=0, le=65535, description="port `memctx serve` listens on")
     api_workers: int = Field(default=1, ge=1, description="uvicorn worker processes of `memctx serve`")
+    api_keep_alive_s: float = Field(
+        default=75.0, gt=0, description="how long `memctx serve` keeps an idle connection open: longer than "
+                                        "clients reuse one (httpx 5 s), or a request sent as it closes is lost")
     jwt_secret: SecretStr | None = Field(
         default=None, description="Supabase project JWT secret: HS256 tokens are accepted when set")
     jwt_jwks_url: str | None = Field(

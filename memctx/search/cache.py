@@ -1,7 +1,9 @@
 """The external search cache in Postgres: a repeated question within the TTL is not searched again.
 
 Owns: the fingerprint of a search and reading and writing `memctx.search_cache` (0010), per user.
-Run through the caller's pool, row-level security keeps each user's rows to that user.
+Run through the caller's pool, row-level security keeps each user's rows to that user. A miss
+claims its key before the search runs and the answer fills the claim in (memctx/sql/search.sql):
+a user forgotten while a search runs keeps no row, whichever door searched.
 """
 
 from __future__ import annotations
@@ -35,21 +37,30 @@ class SearchCache:
         self.pool = pool
         self.ttl_s = ttl_s
 
-    def get(self, user: UUID, key: str) -> Cached | None:
-        with self.pool.connection() as conn:
+    def lookup(self, user: UUID, key: str, query: str, *, conversation: UUID | None = None) -> Cached | None:
+        """The answer cached under `key` within the TTL; on a miss, the key claimed for the search
+        about to run (for `conversation` only while it exists), under the user's lock, which
+        forget_user takes too: `put` can only fill in a claim, and forgetting the user deletes it."""
+        with self.pool.connection() as conn, conn.transaction():
             row = conn.execute(QUERIES["search_cache_get"], {"user_id": user, "fingerprint": key,
                                                              "ttl_s": self.ttl_s}).fetchone()
-        if row is None:
-            return None
-        return Cached(row["engine"], tuple(WebResult.from_json(r) for r in row["cleaned"]))
+            if row is not None:
+                return Cached(row["engine"], tuple(WebResult.from_json(r) for r in row["cleaned"]))
+            conn.execute(QUERIES["lock_user"], {"user_id": user})
+            conn.execute(QUERIES["search_cache_claim"], {"user_id": user, "fingerprint": key, "query": query,
+                                                         "ttl_s": self.ttl_s, "conversation_id": conversation})
+        return None
 
     def put(self, user: UUID, key: str, query: str, engine: str, hits: Sequence[Hit],
-            results: Sequence[WebResult], *, conversation: UUID | None = None) -> None:
-        """Store an answer; one made for `conversation` only while it exists (under the user's
-        lock, which forget_user takes too: a user forgotten meanwhile keeps no row)."""
-        with self.pool.connection() as conn, conn.transaction():
-            conn.execute(QUERIES["lock_user"], {"user_id": user})
+            results: Sequence[WebResult]) -> None:
+        """Store an answer in the claim `lookup` made; without it (the user forgotten meanwhile),
+        nothing."""
+        with self.pool.connection() as conn:
             conn.execute(QUERIES["search_cache_put"], {
-                "user_id": user, "fingerprint": key, "query": query, "engine": engine, "ttl_s": self.ttl_s,
-                "conversation_id": conversation,
+                "user_id": user, "fingerprint": key, "query": query, "engine": engine,
                 "results": Jsonb([h.as_json() for h in hits]), "cleaned": Jsonb([r.as_json() for r in results])})
+
+    def release(self, user: UUID, key: str) -> None:
+        """Drop the claim of a search that found nothing to store."""
+        with self.pool.connection() as conn:
+            conn.execute(QUERIES["search_cache_release"], {"user_id": user, "fingerprint": key})

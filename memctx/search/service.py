@@ -18,7 +18,7 @@ import psycopg
 
 from memctx import metrics
 from memctx.search.anonymize import Anonymizer
-from memctx.search.cache import SearchCache, fingerprint
+from memctx.search.cache import Cached, SearchCache, fingerprint
 from memctx.search.clean import clean_html
 from memctx.search.decide import YesNo, decide
 from memctx.search.engines import EngineChain, make_engines
@@ -111,8 +111,9 @@ class WebSearch:
         errors: list[str] = []
         count = max_results or self.options.max_results
         key = fingerprint(sent, engines=self.chain.names, max_results=count, result_tokens=self.options.result_tokens)
+        claimed = False
         try:
-            cached = self._cached(user, key, errors)
+            cached, claimed = self._cached(user, key, sent, errors, conversation)
             if cached is not None:
                 ms["total"] = _ms(started)
                 return SearchReport(decision, sent, cached.engine, True, cached.results, tuple(errors), ms)
@@ -128,29 +129,42 @@ class WebSearch:
             t0 = time.perf_counter()
             results = self._pages(answer.hits, errors, deadline)
             ms["fetch"] = _ms(t0)
-            if self.cache is not None and results:
-                self._store(user, key, sent, answer.engine, answer.hits, results, errors, conversation)
+            if claimed and results:
+                claimed = not self._store(user, key, sent, answer.engine, answer.hits, results, errors)
             ms["total"] = _ms(started)
             return SearchReport(decision, sent, answer.engine, False, tuple(results), tuple(errors), ms)
         finally:
+            if claimed:  # nothing stored in it (no results, the engines failed, an error)
+                self._release(user, key, errors)
             metrics.SEARCH_DURATION.observe(time.perf_counter() - started)
 
-    def _cached(self, user: UUID, key: str, errors: list[str]):
+    def _cached(self, user: UUID, key: str, sent: str, errors: list[str],
+                conversation: UUID | None) -> tuple[Cached | None, bool]:
+        """(the cached answer, None on a miss; whether the key is claimed for this search)."""
         if self.cache is None:
-            return None
+            return None, False
         try:
-            cached = self.cache.get(user, key)
+            cached = self.cache.lookup(user, key, sent, conversation=conversation)
         except psycopg.Error as exc:
             metrics.SEARCH_FAILURES.labels("cache").inc()
             errors.append(f"cache: {type(exc).__name__}: {exc}")
-            return None
+            return None, False
         metrics.SEARCH_CACHE.labels("hit" if cached else "miss").inc()
-        return cached
+        return cached, cached is None
 
     def _store(self, user: UUID, key: str, sent: str, engine: str, hits: Sequence[Hit],
-               results: Sequence[WebResult], errors: list[str], conversation: UUID | None) -> None:
+               results: Sequence[WebResult], errors: list[str]) -> bool:
         try:
-            self.cache.put(user, key, sent, engine, hits, results, conversation=conversation)
+            self.cache.put(user, key, sent, engine, hits, results)
+            return True
+        except psycopg.Error as exc:
+            metrics.SEARCH_FAILURES.labels("cache").inc()
+            errors.append(f"cache: {type(exc).__name__}: {exc}")
+            return False
+
+    def _release(self, user: UUID, key: str, errors: list[str]) -> None:
+        try:
+            self.cache.release(user, key)
         except psycopg.Error as exc:
             metrics.SEARCH_FAILURES.labels("cache").inc()
             errors.append(f"cache: {type(exc).__name__}: {exc}")

@@ -120,9 +120,11 @@ def test_without_an_engine_it_says_so_in_one_sentence(database_url, app):
     anyio.run(scenario)
 
 
-def test_a_user_forgotten_while_the_tool_searches_keeps_no_cache_row(database_url, app):
+@pytest.mark.parametrize("bound", ["trip", None])
+def test_a_user_forgotten_while_the_tool_searches_keeps_no_cache_row(database_url, app, bound):
     """The user forgotten (`memctx forget-user`, as `DELETE /v1/me` does) while `web_search` over
-    stdio waits for the engine: the answer still comes back, and nothing of the user is cached."""
+    stdio waits for the engine, in a bound conversation and in none (its answer then hangs off no
+    conversation): the answer still comes back, and nothing of the user is cached."""
     from test_api_faults import _InterruptingEngine
 
     engine = _InterruptingEngine([{"title": "Harbour news", "url": "http://127.0.0.1:9/harbour",
@@ -132,7 +134,7 @@ def test_a_user_forgotten_while_the_tool_searches_keeps_no_cache_row(database_ur
     env = {"MEMCTX_SEARCH_ENGINES": "searxng", "MEMCTX_SEARXNG_URL": engine.url, "MEMCTX_SEARCH_ALLOW_PRIVATE": "true"}
 
     async def scenario():
-        async with _stdio(database_url, key, "trip", env) as session:
+        async with _stdio(database_url, key, bound, env) as session:
             found = await call(session, "web_search", query="latest harbour news")
             assert [r["text"] for r in found["results"]] == ["The harbour reopens on Monday."]
 

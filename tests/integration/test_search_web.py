@@ -268,7 +268,7 @@ def test_a_repeated_search_within_the_ttl_comes_from_the_cache(web, app):
 
 def test_a_cache_write_waits_for_a_user_being_forgotten_and_then_stores_nothing(web, app, database_url):
     """forget_user's transaction, held open after its lock and deletes: a search for one of the
-    user's conversations finishes its cache write only after it commits, and stores no row."""
+    user's conversations claims its cache key only after it commits, and stores no row."""
     user = uuid.uuid4()
     conv = app.store.create_conversation(user)
     search = _web_search(web, [SearxngEngine(web.base + "/searxng")], pool=app.pool)
@@ -287,6 +287,51 @@ def test_a_cache_write_waits_for_a_user_being_forgotten_and_then_stores_nothing(
     with psycopg.connect(database_url) as admin:
         left = admin.execute("select count(*) from memctx.search_cache where user_id = %s", (user,)).fetchone()
     assert left == (0,), "a row of the forgotten user was cached"
+
+
+def _count_cache(database_url, user) -> int:
+    with psycopg.connect(database_url) as admin:
+        return admin.execute("select count(*) from memctx.search_cache where user_id = %s", (user,)).fetchone()[0]
+
+
+def test_a_search_that_finds_nothing_to_cache_leaves_no_row_and_a_running_search_is_no_hit(web, app, database_url):
+    user = uuid.uuid4()
+    failing = _web_search(web, [SearxngEngine(web.base + "/broken")], pool=app.pool)
+    assert failing.run("postgres 18 release", YES, user=user).engine is None
+    assert _count_cache(database_url, user) == 0, "the failed search's claim was left behind"
+    cache = _web_search(web, [SearxngEngine(web.base + "/searxng")], pool=app.pool).cache
+    assert cache.lookup(user, "a" * 64, "postgres 18 release") is None  # a miss: claimed
+    assert cache.lookup(user, "a" * 64, "postgres 18 release") is None  # a search still running: no answer yet
+    assert _count_cache(database_url, user) == 1
+    cache.release(user, "a" * 64)
+    assert _count_cache(database_url, user) == 0
+
+
+def test_a_user_forgotten_while_search_web_runs_keeps_no_cache_row(app, database_url, monkeypatch):
+    """`memctx search-web` (no conversation: its answer hangs off none) against an engine on loopback
+    that forgets the user (as `DELETE /v1/me` does) before it answers: the answer is printed, and
+    nothing of the user is cached."""
+    from typer.testing import CliRunner
+
+    from memctx.cli import app as cli
+    from test_api_faults import _InterruptingEngine
+
+    engine = _InterruptingEngine([{"title": "Harbour news", "url": "http://127.0.0.1:9/harbour",
+                                   "content": "The harbour reopens on Monday."}])
+    user = uuid.uuid4()
+    engine.before = lambda: app.store.forget_user(user)
+    for name, value in (("MEMCTX_DATABASE_URL", database_url), ("MEMCTX_SEARCH_ENGINES", "searxng"),
+                        ("MEMCTX_SEARXNG_URL", engine.url), ("MEMCTX_SEARCH_ALLOW_PRIVATE", "true")):
+        monkeypatch.setenv(name, value)
+    try:
+        result = CliRunner().invoke(cli, ["search-web", "latest harbour news", "--force", "--json",
+                                          "--user", str(user)])
+    finally:
+        engine.server.shutdown()
+        engine.server.server_close()
+    assert result.exit_code == 0, result.output
+    assert [r["text"] for r in json.loads(result.stdout)["results"]] == ["The harbour reopens on Monday."]
+    assert _count_cache(database_url, user) == 0, "a row of the forgotten user was cached"
 
 
 def _settings(database_url, web, **kw) -> Settings:

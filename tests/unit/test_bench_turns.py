@@ -32,6 +32,9 @@ def turns():
     (["--arms", "worker,worker"], "--arms takes distinct names"),
     (["--rounds", "3"], "--rounds is 1 or 2"),
     (["--rate", "0"], "--rate must be more than 0 turns per second, not 0"),
+    (["--rate", "2,0"], "--rate must be more than 0 turns per second, not 0"),
+    (["--rate", "2,fast"], "--rate takes turns per second, comma-separated, not '2,fast'"),
+    (["--check-messages", "-1"], "--check-messages and --check-contexts cannot be negative"),
 ])
 def test_bad_arguments_are_refused_before_any_work(turns, capsys, argv, flag):
     with pytest.raises(SystemExit) as exit_:
@@ -43,8 +46,16 @@ def test_bad_arguments_are_refused_before_any_work(turns, capsys, argv, flag):
 def test_defaults_and_the_abba_order(turns):
     args = turns.parse_args([])
     assert (args.conversations, args.seconds, args.order) == (64, 20.0, ["worker"])
+    assert turns.parse_args(["--rate", "2,4.5"]).rate == [2.0, 4.5] and turns.parse_args([]).rate is None
     assert turns.parse_args(["--arms", "request,worker", "--rounds", "2"]).order == \
         ["request", "worker", "worker", "request"]
+
+
+def test_the_check_mode_starts_conversations_empty_unless_told(turns):
+    assert (turns.parse_args(["--check-messages", "20"]).history, turns.parse_args([]).history) == (0, 40)
+    assert turns.parse_args(["--check-messages", "20", "--history", "3"]).history == 3
+    with pytest.raises(SystemExit, match="cannot append 10000"):
+        turns.check_messages(turns.scripts(FIXTURE, 1, 0)[0], 10000)
 
 
 def test_each_conversation_continues_its_history_with_new_turns(turns):
