@@ -155,13 +155,15 @@ def conversations(instance: Instance) -> list[ConversationInput]:
 def prepare(app: Any, instance: Instance) -> UUID:
     """Store the instance (idempotent): its sessions as closed conversations of its user, and an
     empty conversation to ask in; the conversation to ask in. A session already closed with nothing
-    new is not summarized again."""
+    new is not summarized again, only caught up (which derives what it lacks, such as passages)."""
     user = instance_user(instance.question_id)
     for result in ingest(app.store, conversations(instance), user):
         conv = app.store.get_conversation(user, result.conversation_id)
         if result.messages or conv.closed_at is None:
             catch_up(app, user, result.conversation_id)
             close_conversation(app, user, result.conversation_id, catch_up_first=False, explicit=True)
+        else:  # stored before: what a catch-up derives now and did not then (passages)
+            catch_up(app, user, result.conversation_id)
     return app.store.create_conversation(user, external_id=f"{instance.question_id}/question").id
 
 
