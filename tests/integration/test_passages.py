@@ -58,6 +58,16 @@ def _assembler(app) -> ContextAssembler:
     return ContextAssembler(base.pool, base.counter, base.search, replace(base.options, scope="user"))
 
 
+def _stored_and_caught_up(app):
+    """A user whose trip conversation is stored and caught up, a new conversation to ask in, and
+    the long reply as stored."""
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    catch_up(app, user, conv.id)
+    asked = app.store.create_conversation(user, external_id="ask")
+    return user, conv, asked, app.store.list_messages(user, conv.id)[1]
+
+
 def test_the_catch_up_cuts_long_messages_into_embedded_verbatim_passages_and_is_idempotent(app):
     user = uuid.uuid4()
     conv = _store(app, user)
@@ -93,12 +103,8 @@ def test_a_changed_text_is_cut_again_and_a_deleted_message_takes_its_passages(ap
 
 
 def test_a_long_reply_reaches_a_small_context_as_a_cited_excerpt(app):
-    user = uuid.uuid4()
-    conv = _store(app, user)
-    catch_up(app, user, conv.id)
-    asked = app.store.create_conversation(user, external_id="ask")
+    user, conv, asked, reply = _stored_and_caught_up(app)
     wc = _assembler(app).get_working_context(user, asked.id, QUESTION, 400)
-    reply = app.store.list_messages(user, conv.id)[1]
     assert reply.token_count > 400
     assert FERRY in wc.text and REPLY not in wc.text
     assert f"assistant (excerpt of a {reply.token_count}-token reply): …" in wc.text
@@ -109,13 +115,9 @@ def test_a_long_reply_reaches_a_small_context_as_a_cited_excerpt(app):
 
 
 def test_with_room_the_reply_comes_whole_and_short_turns_always_whole(app):
-    user = uuid.uuid4()
-    conv = _store(app, user)
-    catch_up(app, user, conv.id)
-    asked = app.store.create_conversation(user, external_id="ask")
+    user, conv, asked, reply = _stored_and_caught_up(app)
     wc = _assembler(app).get_working_context(user, asked.id, QUESTION, 4000)
     assert f"assistant: {REPLY}" in wc.text and "excerpt of" not in wc.text
-    reply = app.store.list_messages(user, conv.id)[1]
     assert [s.detail for s in wc.sources if s.id == reply.id] in (["hit"], ["context"])
     small = _assembler(app).get_working_context(user, asked.id, "Which distillery runs whisky tastings?", 300)
     assert "assistant: The Lagavulin distillery runs tastings most afternoons." in small.text
