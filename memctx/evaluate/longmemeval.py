@@ -222,10 +222,13 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
     system = assembler.options.system_prompt
     arms = {b: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for b in budgets}
     by_type = {b: {t: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for t in TYPES} for b in budgets}
-    history, turns = [], 0
+    history, turns, prepared, passages = [], 0, [], []
     for instance in instances:
         user = instance_user(instance.question_id)
+        t0 = time.perf_counter()
         asked = prepare(app, instance)
+        prepared.append(time.perf_counter() - t0)
+        passages.append(_passage_stats(app, user))
         rows = _user_rows(app, user, assembler.search.embed_query(instance.question))
         texts = {r["external_id"]: r["text"] for r in rows}
         lines = [turn_line(r) for r in rows]
@@ -250,6 +253,12 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
         "notes": ["each haystack session its own closed conversation of the instance's user; the question asked "
                   "in a new one, user scope, at question_date"],
         "full_history_tokens": {"mean": round(float(np.mean(history)), 1) if history else None},
+        # What this run's storing and catch-up took per instance (near 0 for one stored before and
+        # caught up), and what the long messages' passages cost: rows and MB per instance.
+        "prepare_s": {"mean": mean_of(prepared, 2), "p95": percentile_of(prepared, 95)},
+        "passages": {"rows": mean_of([p["passages"] for p in passages], 1),
+                     "messages": mean_of([p["messages"] for p in passages], 1),
+                     "mb": mean_of([p["bytes"] / 1e6 for p in passages], 2)},
         "budgets": {str(b): {**arms[b]["memctx"].summary(latency=True),
                              "baselines": {k: arms[b][k].summary(latency=False) for k in BASELINES},
                              "by_type": {t: {**v["memctx"].summary(latency=True),
@@ -257,6 +266,11 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
                                          for t, v in by_type[b].items() if v["memctx"].questions}}
                     for b in budgets},
     }
+
+
+def _passage_stats(app: Any, user: UUID) -> Mapping[str, Any]:
+    with app.pool.connection() as conn:
+        return conn.execute(QUERIES["passage_stats"], {"user_id": user}).fetchone()
 
 
 def _tallies(arms: dict, by_type: dict, budget: int, instance: Instance, arm: str) -> list[_Tally]:
