@@ -9,8 +9,9 @@ conversation of that user with user scope at the question's date (relative dates
 `question_date`, not the wall clock), and scoring.
 
 The headline pools the evidence turns (`has_answer`) whose whole stored text is in the context.
-Beside it: session recall (answer sessions with at least one evidence turn in the context), answer
-containment for short answers, tokens, p50 / p95 latency, the same by question type, and the
+Beside it: session recall (answer sessions with at least one evidence turn in the context), the
+evidence turns memctx's context cites (among its sources, whole or as an excerpt of a long
+message: `evidence_cited`), answer containment for short answers, tokens, p50 / p95 latency, the same by question type, and the
 BM25, dense and RRF(BM25, dense) baselines: whole turns of the user ranked by plain Okapi BM25, by
 cosine over memctx's own stored vectors, and by their reciprocal-rank fusion, packed best first
 into the same budget and rendered as memory lines.
@@ -31,6 +32,7 @@ from uuid import UUID, uuid5
 import numpy as np
 
 from memctx.assemble.context import ContextAssembler, assembler_for
+from memctx.assemble.types import Source
 from memctx.evaluate.baselines import bm25_scores, bm25_terms, pack, rrf_order, turn_line
 from memctx.evaluate.locomo import contains_answer, normalize
 from memctx.evaluate.run import mean_of, percentile_of
@@ -179,15 +181,19 @@ class _Tally:
     tokens: list[int] = field(default_factory=list)
     ms: list[float] = field(default_factory=list)
     questions: int = 0
+    cited: int | None = None  # evidence turns among the context's sources, whole or as an excerpt
 
     def add(self, instance: Instance, context: str, tokens: int, texts: Mapping[str, str],
-            ms: float | None = None) -> None:
+            ms: float | None = None, sources: Sequence[Source] | None = None) -> None:
         self.questions += 1
         self.tokens.append(tokens)
         if ms is not None:
             self.ms.append(ms)
         evidence = {e: s for e, s in instance.evidence.items() if e in texts}
         hits = {e for e in evidence if texts[e] in context}
+        if sources is not None:
+            named = {x.external_id for x in sources if x.kind == "message"}
+            self.cited = (self.cited or 0) + len(named & set(evidence))
         self.found, self.gold = self.found + len(hits), self.gold + len(evidence)
         sessions = {s for s in instance.answer_sessions if s in evidence.values()}
         self.sessions_gold += len(sessions)
@@ -202,6 +208,8 @@ class _Tally:
                "evidence_gold": self.gold, "session_recall": _ratio(self.sessions_found, self.sessions_gold),
                "answer_containment": mean_of(self.contain), "answer_questions": len(self.contain),
                "mean_tokens": mean_of(self.tokens), "questions": self.questions}
+        if self.cited is not None:
+            out["evidence_cited"] = self.cited
         if latency:
             out["p50_ms"] = percentile_of(self.ms, 50)
             out["p95_ms"] = percentile_of(self.ms, 95)
@@ -240,7 +248,7 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
             wc = assembler.get_working_context(user, asked, instance.question, budget, now=instance.question_date)
             ms = (time.perf_counter() - t0) * 1000
             for tally in _tallies(arms, by_type, budget, instance, "memctx"):
-                tally.add(instance, wc.text, wc.tokens, texts, ms)
+                tally.add(instance, wc.text, wc.tokens, texts, ms, wc.sources)
         for kind, ranked in baseline_rankings(rows, instance.question).items():
             for budget in budgets:
                 context, tokens = pack(ranked, system, instance.question, budget, app.counter, line_tokens)
