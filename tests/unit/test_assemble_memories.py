@@ -200,3 +200,14 @@ def test_a_long_turn_without_a_passage_is_never_cut():
                  similarity=None)
     section = fill_memories([hit], set(), 160, COUNTER)
     assert _lines(section) == ["[15 May 2023]", "Caroline: Which museum did you suggest for Glasgow?"]
+
+
+def test_an_excerpt_stands_where_its_whole_turn_would_and_never_before_a_short_turn_that_outranks_it():
+    reply, excerpt = _long_reply(1, 2, "Glasgow", paragraphs=30)  # ~9 lines: worth 0.9 / 9 whole or cut
+    hit = Memory(kind="message", id=reply.id, conversation_id=CONV, fragments=(reply,), score=0.9, similarity=None)
+    short = _turn(2, 1, "We booked the sleeper train to Inverness for the first night of the trip.")
+    other = Memory(kind="message", id=short.id, conversation_id=CONV, fragments=(short,), score=0.2, similarity=None)
+    one = fill_memories([hit, other], set(), 60, COUNTER)  # room for one of the two lines
+    assert _lines(one) == ["[22 May 2023]", f"Caroline: {short.text}"]
+    both = fill_memories([hit, other], set(), 120, COUNTER)
+    assert f"assistant (excerpt of a {reply.token_count}-token reply): …{excerpt.text}…" in _lines(both)
