@@ -27,7 +27,7 @@ on conflict (message_id, part, user_id) where message_id is not null do nothing
 
 -- name: passage_stats
 -- What passages cost a user (null: every user): rows, the messages cut, and bytes on disk of
--- their rows (text, vector and lexemes).
+-- their rows (text and vector).
 select count(*) as passages, count(distinct p.message_id) as messages,
        coalesce(sum(pg_column_size(p.*)), 0)::bigint as bytes
   from memctx.working_memory_chunks p

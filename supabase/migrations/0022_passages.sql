@@ -5,14 +5,14 @@
 -- for one relevant paragraph). The worker's catch-up cuts every message over
 -- MEMCTX_PASSAGE_MIN_TOKENS into passages, embeds them and stores them here (chunk_type
 -- 'passage'): the message's id, the passage's number in it and its text, a verbatim substring
--- of the message's. Memory search ranks a message by its best passage as well as by itself, and
--- a context can show that passage as a cited excerpt of the message.
+-- of the message's. Memory search ranks a message by its best passage as well as by itself
+-- (dense only: the message's own lexemes already cover all of its text, so passages carry none),
+-- and a context can show that passage as a cited excerpt of the message.
 --
 --  * (message_id, user_id) references the message (its primary key, 0012): a deleted message
 --    takes its passages with it, and the key holds user_id as Citus needs.
 --  * one row per (message, part); a message whose text changes loses its passages (trigger), so
 --    the next catch-up cuts the new text.
---  * tsv: the passage's lexemes, as messages.tsv.
 --  * conversations that hold a message long enough get a 'summarize' request, so that a worker
 --    cuts what was stored before this migration (the evaluation's catch-up does it directly).
 --  * the new columns are granted to `authenticated` as 0005 grants the table's others; the
@@ -21,7 +21,6 @@
 alter table memctx.working_memory_chunks
   add column message_id uuid,
   add column part smallint check (part >= 0),
-  add column tsv tsvector generated always as (to_tsvector('english'::regconfig, chunk_text)) stored,
   add constraint working_memory_chunks_passage_check
     check ((message_id is null) = (part is null) and (message_id is null or chunk_type = 'passage'));
 

@@ -790,7 +790,6 @@ CREATE TABLE memctx.working_memory_chunks (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     message_id uuid,
     part smallint,
-    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, chunk_text)) STORED,
     CONSTRAINT working_memory_chunks_importance_check CHECK (((importance >= (0)::double precision) AND (importance <= (1)::double precision))),
     CONSTRAINT working_memory_chunks_part_check CHECK ((part >= 0)),
     CONSTRAINT working_memory_chunks_passage_check CHECK ((((message_id IS NULL) = (part IS NULL)) AND ((message_id IS NULL) OR (chunk_type = 'passage'::text)))),
