@@ -6,8 +6,8 @@ a memory is taken by its search score per line of `LINE_TOKENS` its longest turn
 so a 400-token reply must score four times as high as a 100-token turn to take the room of four
 of them, and a long turn that comes along with a hit (its partner) must pay for itself too. A long
 message with passages (memctx.pipeline.passages) can come as its relevant passage, an excerpt
-that cites the message, at the passage's cost, where the whole message does not fit. The text is memctx.assemble.render's; this module
-never cuts a turn itself.
+that cites the message, at the passage's cost, where the whole message does not fit. The text is
+memctx.assemble.render's; this module never cuts a turn itself.
 """
 
 from __future__ import annotations
