@@ -57,6 +57,7 @@ select pg_advisory_xact_lock(hashtextextended('memctx.user:' || %(user_id)s::tex
 -- (copied to every node), and one statement cannot modify it and the user's shard together.
 with c as (delete from memctx.conversations where user_id = %(user_id)s returning id),
      m as (delete from memctx.messages where user_id = %(user_id)s returning id),
+     q as (delete from memctx.message_codes where user_id = %(user_id)s returning message_id),
      s as (delete from memctx.summaries where user_id = %(user_id)s returning id),
      b as (delete from memctx.summary_boards where user_id = %(user_id)s returning conversation_id),
      w as (delete from memctx.working_memory_chunks where user_id = %(user_id)s returning id),
@@ -66,11 +67,21 @@ with c as (delete from memctx.conversations where user_id = %(user_id)s returnin
      i as (delete from memctx.idempotency_keys where user_id = %(user_id)s returning key),
      x as (delete from memctx.search_cache where user_id = %(user_id)s returning fingerprint)
 select (select count(*) from c) as conversations, (select count(*) from m) as messages,
+       (select count(*) from q) as message_codes,
        (select count(*) from s) as summaries, (select count(*) from b) as summary_boards,
        (select count(*) from w) as working_memory_chunks, (select count(*) from l) as conversation_summaries,
        (select count(*) from o) as outbox,
        (select count(*) from r) as context_requests, (select count(*) from i) as idempotency_keys,
        (select count(*) from x) as search_cache
+
+-- name: fill_message_codes
+-- The sign-bit codes (migration 0023) of embedded messages that have none: what a bulk import
+-- that writes messages with triggers off (session_replication_role = replica) runs after it.
+insert into memctx.message_codes (message_id, user_id, conversation_id, created_at, bits)
+select m.id, m.user_id, m.conversation_id, m.created_at, binary_quantize(m.embedding)::varbit
+  from memctx.messages m
+ where m.embedding is not null
+    on conflict do nothing
 
 -- name: forget_user_keys
 with k as (delete from memctx.api_keys where user_id = %(user_id)s returning id)
@@ -79,6 +90,7 @@ select count(*) as api_keys from k
 -- name: user_row_counts
 select (select count(*) from memctx.conversations where user_id = %(user_id)s) as conversations,
        (select count(*) from memctx.messages where user_id = %(user_id)s) as messages,
+       (select count(*) from memctx.message_codes where user_id = %(user_id)s) as message_codes,
        (select count(*) from memctx.summaries where user_id = %(user_id)s) as summaries,
        (select count(*) from memctx.summary_boards where user_id = %(user_id)s) as summary_boards,
        (select count(*) from memctx.working_memory_chunks where user_id = %(user_id)s) as working_memory_chunks,
