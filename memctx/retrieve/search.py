@@ -201,12 +201,15 @@ def _remember(cache: OrderedDict[Scope, Any], key: Scope, value: Any) -> None:
 
 # What one tuple visited by a filtered HNSW scan costs, in rows of the exact scan (index
 # traversal plus a heap fetch to test the filter, against one cosine over an in-row vector).
-INDEX_VISIT_COST = 4.0
+# Measured for the heavy user of the realistic databases (docs/RETRIEVAL.md, server time of its
+# dense list per estimated visit): ~9 rows at 200k messages, ~20 at 1M, where the graph and the
+# rows it visits are less often cached.
+INDEX_VISIT_COST = 12.0
 # The quantized pool's costs in the same unit: one code of the Hamming scan (an index-only read
 # of ~100 bytes) and one code's rescoring (a primary-key lookup of its row). Measured on the 200k
-# realistic database (docs/RETRIEVAL.md): a heavy user's 100,000 codes took 0.13 of the exact
-# scan's time per row, rescoring 1,000 of them 3.3 rows' each; 4 puts the break-even with the
-# exact scan where it was measured, at users of ~5,000 messages.
+# realistic database: a heavy user's 100,000 codes took 0.13 of the exact scan's time per row,
+# rescoring 1,000 of them 3.3 rows' each; 4 puts the break-even with the exact scan where it was
+# measured, at users of ~5,000 messages.
 CODE_COST = 0.13
 LOOKUP_COST = 4.0
 

@@ -64,7 +64,8 @@ def test_a_user_past_the_exact_scan_takes_the_quantized_pool_where_it_reads_leas
     assert plan(8_000, 1_000_000, user_wide=True) == "quantized"  # was the exact scan of 8,000 rows
     assert plan(2_500, 1_000_000, user_wide=True) == "bounded"  # 1,000 rescorings cost more than 2,500 rows
     assert plan(1_500, 1_000_000, user_wide=True) == "bounded"  # within the exact scan
-    assert plan(100_000, 200_000, user_wide=True) == "index"  # half the table: HNSW visits ~600 tuples
+    assert plan(100_000, 1_000_000, user_wide=True) == "quantized"  # 10 %: HNSW would visit ~3,000 tuples
+    assert plan(100_000, 200_000, user_wide=True) == "index"  # half the table: ~600
     assert plan(100_000, 10_000_000, user_wide=True, opts=SearchOptions(k_codes=0)) == "bounded"  # 0: off
 
 

@@ -151,7 +151,7 @@ def test_bounded_full_text_ranks_as_the_exact_one(app, loaded):
 def test_caller_search_past_the_exact_scan_sees_only_its_rows(app, loaded):
     """As role `authenticated` (row-level security), the index plan finds what the owner's pool finds."""
     user, convs, centers, rng = loaded
-    opts = SearchOptions(k_dense=40, k_pool=120, k_lexical=40, threshold=-1.0, exact_limit=100, smooth=1.0, k_codes=0)
+    opts = SearchOptions(k_dense=40, k_pool=40, k_lexical=40, threshold=-1.0, exact_limit=100, smooth=1.0, k_codes=0)
     assert (choose_plan(600, 3600, opts), choose_plan(1800, 3600, opts, user_wide=True)) == ("bounded", "index")
     for conv in (convs[2], None):
         vec = _query(rng, centers)
