@@ -1,7 +1,7 @@
 """Memory search: hybrid retrieval over a conversation or all of a user's memory.
 
 Owns: `MemorySearch.search` — embed the query, choose the plan from the scope's size (exact
-scans, or past them: HNSW and GIN-selected matches; `choose_plan`), fetch dense / full-text /
+scans, or past them: HNSW or migration 0023's sign-bit codes, and GIN-selected matches; `choose_plan`), fetch dense / full-text /
 recency candidates and their neighbours in one SQL round trip (`search_conversation` or
 `search_user`), fuse them
 by weighted RRF, apply the similarity threshold, attach each hit's paired turn (and optional

@@ -14,10 +14,10 @@
 --   short (`search_dense_index`); BM25 over the GIN-selected matches only
 --   (`search_lexical_bounded`). The dense list stays exact when the scope is so small a share of
 --   the table that the filtered index scan would visit too many other users' rows.
--- * all of a user's memory past it: the same, but the dense pool comes from the nearest codes of
---   the embeddings' sign bits (migration 0023's message_codes), rescored exactly
---   (`search_dense_quantized`):
---   no other user's row is read, so its cost follows the user's size, not the table's.
+-- * all of a user's memory past it, where it costs least: the same, but the dense pool comes from
+--   the nearest codes of the embeddings' sign bits (migration 0023's message_codes), rescored
+--   exactly (`search_dense_quantized`): no other user's row is read, so its cost follows the
+--   user's size, not the table's.
 -- `search_global_dense` uses HNSW without a filter.
 --
 -- The two search queries are templates: memctx/retrieve/queries.py fills their placeholders in
