@@ -51,13 +51,13 @@ delete from memctx.conversations where id = %(conversation_id)s and user_id = %(
 select pg_advisory_xact_lock(hashtextextended('memctx.user:' || %(user_id)s::text, 0))
 
 -- name: forget_user
--- Conversations cascade to every table that hangs off them; rows without a conversation
--- reference are deleted by user_id directly. Returns what was deleted per table. The user's API
+-- Conversations cascade to every table that hangs off them (and messages to message_codes,
+-- which a caller may read but not write); rows without a conversation reference are deleted by
+-- user_id directly. Returns what was deleted per table. The user's API
 -- keys go in forget_user_keys, a statement of its own: api_keys is a reference table on Citus
 -- (copied to every node), and one statement cannot modify it and the user's shard together.
 with c as (delete from memctx.conversations where user_id = %(user_id)s returning id),
      m as (delete from memctx.messages where user_id = %(user_id)s returning id),
-     q as (delete from memctx.message_codes where user_id = %(user_id)s returning message_id),
      s as (delete from memctx.summaries where user_id = %(user_id)s returning id),
      b as (delete from memctx.summary_boards where user_id = %(user_id)s returning conversation_id),
      w as (delete from memctx.working_memory_chunks where user_id = %(user_id)s returning id),
@@ -67,7 +67,6 @@ with c as (delete from memctx.conversations where user_id = %(user_id)s returnin
      i as (delete from memctx.idempotency_keys where user_id = %(user_id)s returning key),
      x as (delete from memctx.search_cache where user_id = %(user_id)s returning fingerprint)
 select (select count(*) from c) as conversations, (select count(*) from m) as messages,
-       (select count(*) from q) as message_codes,
        (select count(*) from s) as summaries, (select count(*) from b) as summary_boards,
        (select count(*) from w) as working_memory_chunks, (select count(*) from l) as conversation_summaries,
        (select count(*) from o) as outbox,

@@ -126,7 +126,7 @@ def test_a_tenant_sql_insert_gets_codes_it_can_read_but_not_write_and_forget_use
                      "values (%s, %s, 'user', 'deleted later', %s)", (conv.id, user, vec))
         conn.execute("delete from memctx.messages where text = 'deleted later'")
         assert conn.execute("select count(*) as n from memctx.message_codes").fetchone()["n"] == 1
-    assert app.store.forget_user(user)["message_codes"] == 1
+    assert app.store.forget_user(user)["messages"] == 1
     with app.pool.connection() as conn:
         assert conn.execute("select count(*) as n from memctx.message_codes where user_id = %s",
                             (user,)).fetchone()["n"] == 0
