@@ -120,6 +120,9 @@ class Settings(BaseSettings):
     search_parallel_workers: int | None = Field(
         default=0, ge=0, description="parallel workers per scan within a memory search (unset: the server's "
                                      "max_parallel_workers_per_gather)")
+    search_quantized_candidates: int = Field(
+        default=1000, ge=0, description="sign-bit codes rescored exactly by a user-wide search past the exact scan "
+                                        "(0: that search uses the HNSW index or the exact scan)")
     context_enabled: bool = Field(default=True, description="False = status quo: the last N raw messages")
     context_status_quo_messages: int = Field(default=20, ge=1, description="N of the status-quo context")
     context_current_share: float = Field(default=0.1, ge=0, le=1,

@@ -111,6 +111,9 @@ def migrate(conn: psycopg.Connection, directory: Path = MIGRATIONS_DIR) -> list[
                         raise MigrationError(f"migration {m.path.name} changed after it was applied")
                     continue
                 with conn.transaction():
+                    # A migration may pass over a whole table (a backfill, an index build): the
+                    # application's per-statement timeout is for requests, not for it.
+                    conn.execute("set local statement_timeout = 0")
                     conn.execute(m.sql, prepare=False)
                     conn.execute("insert into memctx.schema_migrations (version, name, checksum) values (%s, %s, %s)",
                                  (m.version, m.name, m.checksum))

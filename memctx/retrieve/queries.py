@@ -22,15 +22,18 @@ from memctx.sql import QUERIES
 SEARCHES = ("search_conversation", "search_user")
 # Each search's scope block, written for a generic plan (see `memctx.retrieve.search.MemorySearch.fetch`).
 SCOPES = {"search_conversation": "search_scope_conversation", "search_user": "search_scope"}
-# A plan: the blocks that produce the dense list's turns and the full-text list.
+# A plan: the blocks that produce the dense list's turns (in order) and the full-text list.
 PLANS = {
-    "exact": ("search_dense_exact", "search_lexical_exact"),  # every turn of the scope
-    "bounded": ("search_dense_exact", "search_lexical_bounded"),  # exact dense, full text from the matches
-    "index": ("search_dense_index", "search_lexical_bounded"),  # dense from HNSW, rescored
+    "exact": (("search_dense_exact",), "search_lexical_exact"),  # every turn of the scope
+    "bounded": (("search_dense_exact",), "search_lexical_bounded"),  # exact dense, full text from the matches
+    "index": (("search_dense_index", "search_dense_pool_turns"), "search_lexical_bounded"),  # dense from HNSW, rescored
+    # dense from the nearest sign-bit codes (migration 0023), rescored
+    "quantized": (("search_dense_quantized", "search_dense_pool_turns"), "search_lexical_bounded"),
 }
 # Each plan's block of the long messages' best passages (`passages`), and how each search
 # narrows passages to its scope.
-PASSAGES = {"exact": "search_passages_exact", "bounded": "search_passages_exact", "index": "search_passages_index"}
+PASSAGES = {"exact": "search_passages_exact", "bounded": "search_passages_exact", "index": "search_passages_index",
+            "quantized": "search_passages_index"}
 PASSAGE_SCOPES = {"search_conversation": sql.SQL("and p.conversation_id = %(conversation_id)s::uuid"),
                   "search_user": sql.SQL("")}
 
@@ -71,7 +74,8 @@ def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, pla
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
     passages = _block(queries, PASSAGES[plan]).format(passage_conversation=PASSAGE_SCOPES[name])
     return sql.SQL(queries[name]).format(
-        scope=_block(queries, SCOPES[name]), passages=passages, dense_turns=_block(queries, dense_turns),
+        scope=_block(queries, SCOPES[name]), passages=passages,
+        dense_turns=_join((_block(queries, b) for b in dense_turns), ",\n"),
         dense=_block(queries, "search_dense_rank"), terms=_block(queries, "search_lexical_terms"),
         lexical=_block(queries, lexical), hits=hits, message_rows=rows,
         summary_ranks=generated["summary_ranks"]).as_string()

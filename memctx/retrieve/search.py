@@ -1,7 +1,7 @@
 """Memory search: hybrid retrieval over a conversation or all of a user's memory.
 
 Owns: `MemorySearch.search` — embed the query, choose the plan from the scope's size (exact
-scans, or past them: HNSW and GIN-selected matches; `choose_plan`), fetch dense / full-text /
+scans, or past them: HNSW or migration 0023's sign-bit codes, and GIN-selected matches; `choose_plan`), fetch dense / full-text /
 recency candidates and their neighbours in one SQL round trip (`search_conversation` or
 `search_user`), fuse them
 by weighted RRF, apply the similarity threshold, attach each hit's paired turn (and optional
@@ -77,6 +77,11 @@ class SearchOptions:
     k_match: int = 5000
     k_pool: int = 300
     max_scan_tuples: int = 20000
+    # A user-wide search past the exact scan takes its pool from the k_codes nearest sign-bit
+    # codes (migration 0023), rescored exactly: it reads no other user's rows, so its cost follows
+    # the user's size, not the table's. 0: never (the HNSW plan or the exact scan, as for one
+    # conversation).
+    k_codes: int = 1000
     # Parallel workers per scan in a search's transaction (None: the server's setting). Searches
     # are many and short and run side by side, so workers mostly add start-up and contention.
     parallel_workers: int | None = 0
@@ -90,7 +95,7 @@ class SearchOptions:
             k_recent=settings.search_recent_candidates, neighbours=settings.search_neighbours,
             speaker_boost=settings.search_speaker_boost, smooth=settings.search_dense_smoothing,
             pair_rank=settings.search_pair_rank, summary_weight=settings.search_summary_weight,
-            parallel_workers=settings.search_parallel_workers)
+            parallel_workers=settings.search_parallel_workers, k_codes=settings.search_quantized_candidates)
 
 
 class MemorySearch:
@@ -138,7 +143,7 @@ class MemorySearch:
         params = {"user_id": user, "conversation_id": conversation, "query_vec": vec, "tsquery": analysis.tsquery,
                   "terms": list(analysis.terms), "since": since, "until": until, "k_dense": opts.k_dense, "k_lexical": opts.k_lexical,
                   "k_recent": opts.k_recent, "smooth": opts.smooth, "window": max(1 if opts.pair else 0, opts.neighbours),
-                  "k_pool": k_pool, "k_match": opts.k_match, "ef_search": min(k_pool, 1000),
+                  "k_pool": k_pool, "k_match": opts.k_match, "k_codes": max(opts.k_codes, k_pool), "ef_search": min(k_pool, 1000),
                   "max_scan_tuples": opts.max_scan_tuples, "parallel_workers": opts.parallel_workers}
         name = "search_conversation" if conversation else "search_user"
         with self.pool.connection() as conn:
@@ -146,8 +151,8 @@ class MemorySearch:
             if inputs is None:
                 inputs = conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
             params["scope_size"] = inputs["scope_size"]
-            plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts,
-                               matches_indexed=inputs["scope_tsv_index"], ranged=time_range is not None)
+            plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts, matches_indexed=inputs["scope_tsv_index"],
+                               ranged=time_range is not None, user_wide=conversation is None)
             # A bounded search of a scope within the exact scan runs prepared, on its generic
             # plan: parsing and planning a custom plan took ~2.3 of 6.2 ms of a conversation's
             # search on LoCoMo and ~2.8 of 10 ms of a user's, for the same rows
@@ -196,7 +201,17 @@ def _remember(cache: OrderedDict[Scope, Any], key: Scope, value: Any) -> None:
 
 # What one tuple visited by a filtered HNSW scan costs, in rows of the exact scan (index
 # traversal plus a heap fetch to test the filter, against one cosine over an in-row vector).
-INDEX_VISIT_COST = 4.0
+# Measured for the heavy user of the realistic databases (docs/RETRIEVAL.md, server time of its
+# dense list per estimated visit): ~9 rows at 200k messages, ~20 at 1M, where the graph and the
+# rows it visits are less often cached.
+INDEX_VISIT_COST = 12.0
+# The quantized pool's costs in the same unit: one code of the Hamming scan (an index-only read
+# of ~100 bytes) and one code's rescoring (a primary-key lookup of its row). Measured on the 200k
+# realistic database: a heavy user's 100,000 codes took 0.13 of the exact scan's time per row,
+# rescoring 1,000 of them 3.3 rows' each; 4 puts the break-even with the exact scan where it was
+# measured, at users of ~5,000 messages.
+CODE_COST = 0.13
+LOOKUP_COST = 4.0
 
 
 def pool_size(opts: SearchOptions) -> int:
@@ -205,7 +220,7 @@ def pool_size(opts: SearchOptions) -> int:
 
 
 def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions, *, matches_indexed: bool = False,
-                ranged: bool = False) -> str:
+                ranged: bool = False, user_wide: bool = False) -> str:
     """The plan (a key of `memctx.retrieve.queries.PLANS`) for a scope of `scope_size` messages
     in a table of about `table_rows` (0 when never analyzed).
 
@@ -214,14 +229,19 @@ def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions, *, matche
     its conversations' counters hold its mean length (no time range, `ranged`), else from every
     turn. Past it, a filtered index scan finds the pool after visiting about pool / share tuples
     (share: the scope's share of the table); it is used when that costs less than reading the
-    scope and fits in `max_scan_tuples`.
+    scope and fits in `max_scan_tuples`. All of a user's memory (`user_wide`) may also take the
+    quantized pool (`opts.k_codes` codes rescored, unless 0), whose cost follows the user's size
+    alone. Of the plans that apply, the cheapest in rows of the exact scan.
     """
     if scope_size <= opts.exact_limit:
         return "bounded" if matches_indexed and not ranged else "exact"
+    costs = {"bounded": float(scope_size)}
     visits = pool_size(opts) * max(table_rows, scope_size) / scope_size
-    if visits <= opts.max_scan_tuples / 2 and visits * INDEX_VISIT_COST < scope_size:
-        return "index"
-    return "bounded"
+    if visits <= opts.max_scan_tuples / 2:
+        costs["index"] = visits * INDEX_VISIT_COST
+    if user_wide and opts.k_codes > 0:
+        costs["quantized"] = scope_size * CODE_COST + max(opts.k_codes, pool_size(opts)) * LOOKUP_COST
+    return min(costs, key=costs.__getitem__)
 
 
 def score_hit(row: Mapping[str, Any], ranks: Mapping[str, int | None], analysis: QueryAnalysis, opts: SearchOptions,

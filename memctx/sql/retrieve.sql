@@ -1,6 +1,6 @@
 -- Memory search and context assembly: candidate generation in one round trip per retrieval.
 --
--- Two plans for the relevance lists, chosen per query by memctx/retrieve/search.py from the
+-- Plans for the relevance lists, chosen per query by memctx/retrieve/search.py from the
 -- known size of the scope (conversations.message_count):
 -- * exact, up to MemorySearch's exact_limit turns (every LoCoMo conversation): dense candidates
 --   are exact scans over a btree-selected subset (one conversation, one user), BM25 over the
@@ -14,6 +14,10 @@
 --   short (`search_dense_index`); BM25 over the GIN-selected matches only
 --   (`search_lexical_bounded`). The dense list stays exact when the scope is so small a share of
 --   the table that the filtered index scan would visit too many other users' rows.
+-- * all of a user's memory past it, where it costs least: the same, but the dense pool comes from
+--   the nearest codes of the embeddings' sign bits (migration 0023's message_codes), rescored
+--   exactly (`search_dense_quantized`): no other user's row is read, so its cost follows the
+--   user's size, not the table's.
 -- `search_global_dense` uses HNSW without a filter.
 --
 -- The two search queries are templates: memctx/retrieve/queries.py fills their placeholders in
@@ -31,8 +35,8 @@
 --   tsquery    text     an OR query of sanitized terms for to_tsquery('english', …); '' = none
 --   since/until         optional created_at range [since, until)
 --   k_dense, k_lexical, k_recent, window
---   past the exact scan: k_pool (turns taken from the HNSW index), k_match (matches read per
---   term), scope_size (messages in the scope)
+--   past the exact scan: k_pool (turns taken from the HNSW index or the codes), k_match (matches
+--   read per term), k_codes (codes rescored), scope_size (messages in the scope)
 --
 -- A message without searchable text (text = '': thinking only, an image without caption) is
 -- never a candidate: it has no embedding (migration 0005) and no lexemes, and recency alone
@@ -148,11 +152,10 @@ dense_turns as (
 )
 
 -- name: search_dense_index
--- (Shared block.) The dense list's turns past the exact scan, for a scope too large to scan
--- per query: the k_pool nearest turns through the HNSW index under the scope's filter
--- (search.py sets hnsw.iterative_scan = relaxed_order and ef_search for the transaction), each
--- with its ±2 neighbours so that the smoothed score of every turn within ±1 of the pool is
--- exact; `near` is that distance. Never short: when the index yields fewer than k_pool turns
+-- (Shared block.) The dense pool past the exact scan, for a scope too large to scan per query:
+-- the k_pool nearest turns through the HNSW index under the scope's filter (search.py sets
+-- hnsw.iterative_scan = relaxed_order and ef_search for the transaction); their neighbours come
+-- from `search_dense_pool_turns`. Never short: when the index yields fewer than k_pool turns
 -- (iterative scan off, max_scan_tuples reached, a plan prepared before ANALYZE that stops at
 -- ef_search), the pool comes from the exact scan instead (a one-time filter: only one branch runs).
 dense_index as materialized (
@@ -173,7 +176,13 @@ dense_index as materialized (
            order by (m.embedding <=> %(query_vec)s::vector) + 0
            limit %(k_pool)s) e
    where (select count(*) from dense_index) < %(k_pool)s
-), dense_turns as (
+)
+
+-- name: search_dense_pool_turns
+-- (Shared block, after `search_dense_index` or `search_dense_quantized`.) The dense list's turns
+-- from dense_pool: each pool turn with its ±2 neighbours, so that the smoothed score of every
+-- turn within ±1 of the pool is exact; `near` is that distance.
+dense_turns as (
   -- `offset 0` keeps each lateral a lookup per row (one index range per pool turn): pulled up,
   -- the planner, which cannot estimate the pool, joined it to a scan of the whole scope. The
   -- range reads each turn's row, so its similarity is taken there (a turn near two pool turns
@@ -187,6 +196,34 @@ dense_index as materialized (
       where m.conversation_id = p.conversation_id and m.seq between p.seq - 2 and p.seq + 2
      offset 0) m
    group by m.id, m.conversation_id, m.seq, m.sim
+)
+
+-- name: search_dense_quantized
+-- (Shared block.) The dense pool past the exact scan from the embeddings' sign bits (migration
+-- 0023): one index-only scan of message_codes_user_idx ranks every code of the scope by Hamming
+-- distance, the k_codes nearest are rescored with their vectors (a lookup each) and the k_pool
+-- best kept; their neighbours come from `search_dense_pool_turns`. Its cost follows the scope's
+-- size, whatever the table's: no other user's row is read.
+dense_codes as materialized (
+  select c.message_id
+    from memctx.message_codes c
+   where c.user_id = %(user_id)s::uuid
+     and (%(conversation_id)s::uuid is null or c.conversation_id = %(conversation_id)s::uuid)
+     and (%(since)s::timestamptz is null or c.created_at >= %(since)s::timestamptz)
+     and (%(until)s::timestamptz is null or c.created_at < %(until)s::timestamptz)
+   order by c.bits <~> binary_quantize(%(query_vec)s::vector)
+   limit %(k_codes)s
+), dense_pool as (
+  -- `offset 0`: one primary-key lookup per code, as in the neighbours' block
+  select m.id, m.conversation_id, m.seq
+    from dense_codes c
+   cross join lateral (
+     select m.id, m.conversation_id, m.seq, m.embedding <=> %(query_vec)s::vector as distance
+       from scope m
+      where m.id = c.message_id and m.embedding is not null and m.text <> ''
+     offset 0) m
+   order by m.distance
+   limit %(k_pool)s
 )
 
 -- name: search_dense_rank

@@ -51,8 +51,9 @@ delete from memctx.conversations where id = %(conversation_id)s and user_id = %(
 select pg_advisory_xact_lock(hashtextextended('memctx.user:' || %(user_id)s::text, 0))
 
 -- name: forget_user
--- Conversations cascade to every table that hangs off them; rows without a conversation
--- reference are deleted by user_id directly. Returns what was deleted per table. The user's API
+-- Conversations cascade to every table that hangs off them (and messages to message_codes,
+-- which a caller may read but not write); rows without a conversation reference are deleted by
+-- user_id directly. Returns what was deleted per table. The user's API
 -- keys go in forget_user_keys, a statement of its own: api_keys is a reference table on Citus
 -- (copied to every node), and one statement cannot modify it and the user's shard together.
 with c as (delete from memctx.conversations where user_id = %(user_id)s returning id),
@@ -72,6 +73,15 @@ select (select count(*) from c) as conversations, (select count(*) from m) as me
        (select count(*) from r) as context_requests, (select count(*) from i) as idempotency_keys,
        (select count(*) from x) as search_cache
 
+-- name: fill_message_codes
+-- The sign-bit codes (migration 0023) of embedded messages that have none: what a bulk import
+-- that writes messages with triggers off (session_replication_role = replica) runs after it.
+insert into memctx.message_codes (message_id, user_id, conversation_id, created_at, bits)
+select m.id, m.user_id, m.conversation_id, m.created_at, binary_quantize(m.embedding)::varbit
+  from memctx.messages m
+ where m.embedding is not null
+    on conflict do nothing
+
 -- name: forget_user_keys
 with k as (delete from memctx.api_keys where user_id = %(user_id)s returning id)
 select count(*) as api_keys from k
@@ -79,6 +89,7 @@ select count(*) as api_keys from k
 -- name: user_row_counts
 select (select count(*) from memctx.conversations where user_id = %(user_id)s) as conversations,
        (select count(*) from memctx.messages where user_id = %(user_id)s) as messages,
+       (select count(*) from memctx.message_codes where user_id = %(user_id)s) as message_codes,
        (select count(*) from memctx.summaries where user_id = %(user_id)s) as summaries,
        (select count(*) from memctx.summary_boards where user_id = %(user_id)s) as summary_boards,
        (select count(*) from memctx.working_memory_chunks where user_id = %(user_id)s) as working_memory_chunks,

@@ -20,14 +20,14 @@ WORDS = ("pottery hiking dolomites budget jazz concert sourdough wedding collie 
 TOPICS = 40
 
 
-def _load(app, user, conversations: int, per: int, rng, centers) -> list[uuid.UUID]:
-    """Conversations of clustered vectors (a topic per stretch of turns, as in a real chat) and
-    texts of a few words from WORDS."""
+def _load(app, user, conversations: int, per: int, rng, centers, noise: float = 0.35) -> list[uuid.UUID]:
+    """Conversations of clustered vectors (a topic per stretch of turns, as in a real chat; `noise`
+    per dimension around the topic's unit center) and texts of a few words from WORDS."""
     ids = []
     for c in range(conversations):
         conv = app.store.create_conversation(user, external_id=f"scale-{c}")
         topics = np.repeat(rng.integers(0, TOPICS, per // 10 + 1), 10)[:per]
-        vecs = centers[topics] + 0.35 * rng.standard_normal((per, centers.shape[1]))
+        vecs = centers[topics] + noise * rng.standard_normal((per, centers.shape[1]))
         vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
         msgs = [NewMessage.build("user" if i % 2 == 0 else "assistant", " ".join(rng.choice(WORDS, rng.integers(3, 16))),
                                  external_id=f"m{i}") for i in range(per)]
@@ -151,8 +151,8 @@ def test_bounded_full_text_ranks_as_the_exact_one(app, loaded):
 def test_caller_search_past_the_exact_scan_sees_only_its_rows(app, loaded):
     """As role `authenticated` (row-level security), the index plan finds what the owner's pool finds."""
     user, convs, centers, rng = loaded
-    opts = SearchOptions(k_dense=40, k_pool=120, k_lexical=40, threshold=-1.0, exact_limit=100, smooth=1.0)
-    assert (choose_plan(600, 3600, opts), choose_plan(1800, 3600, opts)) == ("bounded", "index")
+    opts = SearchOptions(k_dense=40, k_pool=40, k_lexical=40, threshold=-1.0, exact_limit=100, smooth=1.0, k_codes=0)
+    assert (choose_plan(600, 3600, opts), choose_plan(1800, 3600, opts, user_wide=True)) == ("bounded", "index")
     for conv in (convs[2], None):
         vec = _query(rng, centers)
         owner = MemorySearch(app.pool, app.embedder, opts).search(user, "jazz kayak", conv, limit=30, query_vec=vec)

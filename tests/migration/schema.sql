@@ -155,6 +155,31 @@ $$;
 
 
 --
+-- Name: message_codes_write(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.message_codes_write() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    begin
+      delete from memctx.message_codes c
+       using new_rows r
+       where c.message_id = r.id and c.user_id = r.user_id and r.embedding is null;
+      insert into memctx.message_codes as c (message_id, user_id, conversation_id, created_at, bits)
+      select r.id, r.user_id, r.conversation_id, r.created_at, binary_quantize(r.embedding)::varbit
+        from new_rows r
+       where r.embedding is not null
+          on conflict (message_id, user_id) do update
+         set conversation_id = excluded.conversation_id, created_at = excluded.created_at, bits = excluded.bits
+       where (c.conversation_id, c.created_at, c.bits) is distinct from
+             (excluded.conversation_id, excluded.created_at, excluded.bits);
+      return null;
+    end
+    $$;
+
+
+--
 -- Name: message_text(jsonb); Type: FUNCTION; Schema: memctx; Owner: -
 --
 
@@ -667,6 +692,19 @@ CREATE VIEW memctx.live_summaries WITH (security_invoker='true') AS
 
 
 --
+-- Name: message_codes; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.message_codes (
+    message_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    conversation_id uuid NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    bits bit varying NOT NULL
+);
+
+
+--
 -- Name: outbox; Type: TABLE; Schema: memctx; Owner: -
 --
 
@@ -915,6 +953,14 @@ ALTER TABLE ONLY memctx.idempotency_keys
 
 
 --
+-- Name: message_codes message_codes_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.message_codes
+    ADD CONSTRAINT message_codes_pkey PRIMARY KEY (message_id, user_id);
+
+
+--
 -- Name: messages messages_created_at_range; Type: CHECK CONSTRAINT; Schema: memctx; Owner: -
 --
 
@@ -1080,6 +1126,13 @@ CREATE INDEX conversations_user_idx ON memctx.conversations USING btree (user_id
 --
 
 CREATE INDEX idempotency_keys_created_idx ON memctx.idempotency_keys USING btree (user_id, created_at);
+
+
+--
+-- Name: message_codes_user_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX message_codes_user_idx ON memctx.message_codes USING btree (user_id, conversation_id) INCLUDE (message_id, created_at, bits);
 
 
 --
@@ -1258,6 +1311,20 @@ CREATE TRIGGER messages_check_block_fields BEFORE INSERT OR UPDATE OF content ON
 
 
 --
+-- Name: messages messages_codes_insert; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER messages_codes_insert AFTER INSERT ON memctx.messages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memctx.message_codes_write();
+
+
+--
+-- Name: messages messages_codes_update; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER messages_codes_update AFTER UPDATE ON memctx.messages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memctx.message_codes_write();
+
+
+--
 -- Name: messages messages_count; Type: TRIGGER; Schema: memctx; Owner: -
 --
 
@@ -1307,6 +1374,14 @@ ALTER TABLE ONLY memctx.conversation_summaries
 
 ALTER TABLE ONLY memctx.idempotency_keys
     ADD CONSTRAINT idempotency_keys_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: message_codes message_codes_message_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.message_codes
+    ADD CONSTRAINT message_codes_message_fkey FOREIGN KEY (message_id, user_id) REFERENCES memctx.messages(id, user_id) ON DELETE CASCADE;
 
 
 --
@@ -1447,6 +1522,19 @@ ALTER TABLE memctx.idempotency_keys ENABLE ROW LEVEL SECURITY;
 CREATE POLICY idempotency_keys_owner ON memctx.idempotency_keys TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
    FROM memctx.conversations c
   WHERE ((c.id = idempotency_keys.conversation_id) AND (c.user_id = ( SELECT auth.uid() AS uid)))))));
+
+
+--
+-- Name: message_codes; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.message_codes ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: message_codes message_codes_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY message_codes_owner ON memctx.message_codes FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -2050,6 +2138,14 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.idempotency_keys TO service_ro
 
 GRANT SELECT ON TABLE memctx.live_summaries TO authenticated;
 GRANT SELECT ON TABLE memctx.live_summaries TO service_role;
+
+
+--
+-- Name: TABLE message_codes; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT ON TABLE memctx.message_codes TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.message_codes TO service_role;
 
 
 --

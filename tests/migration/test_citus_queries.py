@@ -32,6 +32,7 @@ ACROSS_USERS = {
     "lock_unembedded_summaries": "the summary backfill claims the oldest rows of any user",
     "locked_unembedded_summaries": "re-reads the rows that claim locked, of any users",
     "unembedded_summary_count": "the backfill's backlog, of everyone or of one conversation",
+    "fill_message_codes": "a bulk import's last step: the codes of every message it wrote with triggers off",
 }
 
 _KEYWORDS = ("where|on|set|order|group|limit|join|left|right|cross|using|returning|values|select|for|inner|"

@@ -273,3 +273,30 @@ def test_0022_asks_a_catch_up_of_the_conversations_stored_with_long_messages(emp
                          "chunk_type, message_id, part) values (%s, %s, 'x', 'passage', %s, 1)",
                          (convs[0], user, uuid.uuid4()))
         conn.rollback()
+
+
+def test_0023_gives_stored_messages_their_codes_and_new_ones_get_theirs_on_insert(empty_db, tmp_path):
+    """The sign-bit codes of the quantized search (message_codes): filled for the embedded
+    messages a database already holds, then written by the insert trigger; none for a message
+    without an embedding."""
+    for m in discover():
+        if m.version < 23:
+            (tmp_path / m.path.name).write_text(m.sql)
+    user = uuid.uuid4()
+    insert = ("insert into memctx.messages (conversation_id, role, content, text, embedding) "
+              "select %s, 'user', '[]'::jsonb, t, e::vector from unnest(%s::text[], %s::text[]) x(t, e)")
+    codes = ("select m.text, c.bits::text as bits from memctx.messages m left join memctx.message_codes c "
+             "on c.message_id = m.id and c.user_id = m.user_id order by m.seq")
+    with _conn(empty_db) as conn:
+        migrate(conn, tmp_path)
+        configure_embedding_space(conn, "test-model", 3)
+        conv = conn.execute("insert into memctx.conversations (user_id) values (%s) returning id", (user,)).fetchone()["id"]
+        conn.execute(insert, (conv, ["stored", "not embedded", ""], ["[0.5,-1,2]", None, None]))
+        conn.commit()
+        (tmp_path / "0023_x.sql").write_text(next(m.sql for m in discover() if m.version == 23))
+        assert [m.version for m in migrate(conn, tmp_path)] == [23]
+        assert conn.execute(codes).fetchall() == [{"text": "stored", "bits": "101"}, {"text": "not embedded", "bits": None},
+                                                  {"text": "", "bits": None}]
+        conn.execute(insert, (conv, ["new"], ["[-0.1,0.2,-0.3]"]))
+        conn.commit()
+        assert conn.execute(codes).fetchall()[-1] == {"text": "new", "bits": "010"}
