@@ -54,6 +54,12 @@ class Settings(BaseSettings):
     model_cache: Path = Field(default_factory=default_model_cache,
                               description="where the local embedder keeps the int8 query model it builds once")
 
+    # Passages of long messages (memctx/passages.py, memctx/pipeline/passages.py) -------------
+    passage_min_tokens: int = Field(default=200, ge=1, description="a message over this many tokens is also "
+                                    "stored as passages, each embedded and searchable")
+    passage_tokens: int = Field(default=128, ge=16, description="tokens of one passage at most")
+    passage_overlap: int = Field(default=32, ge=0, description="tokens of whole sentences two passages share")
+
     # Summarization (background worker) ---------------------------------------------------
     summarizer: Literal["extractive", "llm"] = "extractive"
     n_sum: int = Field(default=6, ge=2)
@@ -209,6 +215,10 @@ class Settings(BaseSettings):
             raise ValueError(f"sum_window ({self.sum_window}) must be smaller than n_sum ({self.n_sum})")
         if self.pool_min_size > self.pool_max_size:
             raise ValueError("pool_min_size must not exceed pool_max_size")
+        if self.passage_overlap >= self.passage_tokens:
+            raise ValueError("passage_overlap must be smaller than passage_tokens")
+        if self.passage_min_tokens <= self.passage_tokens:
+            raise ValueError("passage_min_tokens must exceed passage_tokens (a shorter message is one passage: itself)")
         if self.embedder == "openai" and not self.embedding_model:
             raise ValueError("embedder=openai needs MEMCTX_EMBEDDING_MODEL")
         return self

@@ -5,6 +5,8 @@ under one date header per session (so the model can answer "when" questions with
 repeated on every line), in conversation order with "…" where turns were skipped; each line says
 who spoke, and the raw text of a turn is kept verbatim (a quoted turn is evidence), followed, when
 it has relative dates, by what they meant on the day it was said ("(yesterday = 7 May 2023)").
+A long message may be shown by its relevant passage, verbatim too, marked as an excerpt of it
+("assistant (excerpt of a 640-token reply): …passage…").
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ MEMORY_HEADER = "Relevant memories from earlier in the conversation (most releva
 EXTERNAL_HEADER = "External search results:"
 SUMMARY_HEADER = "Conversation summary:"
 GAP = "…"  # turns skipped between two shown turns of one session (one token with its newline)
+EXCERPT = "…"  # around the passage of a long message shown as an excerpt
 UNDATED = "[undated]"
 
 
@@ -49,7 +52,15 @@ def session_header(fragment: Fragment) -> str:
 
 
 def turn_line(fragment: Fragment) -> str:
+    if fragment.excerpt_of is not None:
+        return f"{fragment.who} ({excerpt_label(fragment)}): {EXCERPT}{fragment.text}{EXCERPT}{date_note(fragment)}"
     return f"{fragment.who}: {fragment.text}{date_note(fragment)}"
+
+
+def excerpt_label(fragment: Fragment) -> str:
+    """What an excerpt line says it is: a passage of a longer message, and how long that is."""
+    said = "reply" if fragment.role == "assistant" else "message"
+    return f"excerpt of a {fragment.excerpt_of}-token {said}"
 
 
 def date_note(fragment: Fragment) -> str:

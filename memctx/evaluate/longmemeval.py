@@ -9,8 +9,9 @@ conversation of that user with user scope at the question's date (relative dates
 `question_date`, not the wall clock), and scoring.
 
 The headline pools the evidence turns (`has_answer`) whose whole stored text is in the context.
-Beside it: session recall (answer sessions with at least one evidence turn in the context), answer
-containment for short answers, tokens, p50 / p95 latency, the same by question type, and the
+Beside it: session recall (answer sessions with at least one evidence turn in the context), the
+evidence turns memctx's context cites (among its sources, whole or as an excerpt of a long
+message: `evidence_cited`), answer containment for short answers, tokens, p50 / p95 latency, the same by question type, and the
 BM25, dense and RRF(BM25, dense) baselines: whole turns of the user ranked by plain Okapi BM25, by
 cosine over memctx's own stored vectors, and by their reciprocal-rank fusion, packed best first
 into the same budget and rendered as memory lines.
@@ -31,6 +32,7 @@ from uuid import UUID, uuid5
 import numpy as np
 
 from memctx.assemble.context import ContextAssembler, assembler_for
+from memctx.assemble.types import Source
 from memctx.evaluate.baselines import bm25_scores, bm25_terms, pack, rrf_order, turn_line
 from memctx.evaluate.locomo import contains_answer, normalize
 from memctx.evaluate.run import mean_of, percentile_of
@@ -155,13 +157,15 @@ def conversations(instance: Instance) -> list[ConversationInput]:
 def prepare(app: Any, instance: Instance) -> UUID:
     """Store the instance (idempotent): its sessions as closed conversations of its user, and an
     empty conversation to ask in; the conversation to ask in. A session already closed with nothing
-    new is not summarized again."""
+    new is not summarized again, only caught up (which derives what it lacks, such as passages)."""
     user = instance_user(instance.question_id)
     for result in ingest(app.store, conversations(instance), user):
         conv = app.store.get_conversation(user, result.conversation_id)
         if result.messages or conv.closed_at is None:
             catch_up(app, user, result.conversation_id)
             close_conversation(app, user, result.conversation_id, catch_up_first=False, explicit=True)
+        else:  # stored before: what a catch-up derives now and did not then (passages)
+            catch_up(app, user, result.conversation_id)
     return app.store.create_conversation(user, external_id=f"{instance.question_id}/question").id
 
 
@@ -177,15 +181,19 @@ class _Tally:
     tokens: list[int] = field(default_factory=list)
     ms: list[float] = field(default_factory=list)
     questions: int = 0
+    cited: int | None = None  # evidence turns among the context's sources, whole or as an excerpt
 
     def add(self, instance: Instance, context: str, tokens: int, texts: Mapping[str, str],
-            ms: float | None = None) -> None:
+            ms: float | None = None, sources: Sequence[Source] | None = None) -> None:
         self.questions += 1
         self.tokens.append(tokens)
         if ms is not None:
             self.ms.append(ms)
         evidence = {e: s for e, s in instance.evidence.items() if e in texts}
         hits = {e for e in evidence if texts[e] in context}
+        if sources is not None:
+            named = {x.external_id for x in sources if x.kind == "message"}
+            self.cited = (self.cited or 0) + len(named & set(evidence))
         self.found, self.gold = self.found + len(hits), self.gold + len(evidence)
         sessions = {s for s in instance.answer_sessions if s in evidence.values()}
         self.sessions_gold += len(sessions)
@@ -200,6 +208,8 @@ class _Tally:
                "evidence_gold": self.gold, "session_recall": _ratio(self.sessions_found, self.sessions_gold),
                "answer_containment": mean_of(self.contain), "answer_questions": len(self.contain),
                "mean_tokens": mean_of(self.tokens), "questions": self.questions}
+        if self.cited is not None:
+            out["evidence_cited"] = self.cited
         if latency:
             out["p50_ms"] = percentile_of(self.ms, 50)
             out["p95_ms"] = percentile_of(self.ms, 95)
@@ -220,10 +230,13 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
     system = assembler.options.system_prompt
     arms = {b: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for b in budgets}
     by_type = {b: {t: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for t in TYPES} for b in budgets}
-    history, turns = [], 0
+    history, turns, prepared, passages = [], 0, [], []
     for instance in instances:
         user = instance_user(instance.question_id)
+        t0 = time.perf_counter()
         asked = prepare(app, instance)
+        prepared.append(time.perf_counter() - t0)
+        passages.append(_passage_stats(app, user))
         rows = _user_rows(app, user, assembler.search.embed_query(instance.question))
         texts = {r["external_id"]: r["text"] for r in rows}
         lines = [turn_line(r) for r in rows]
@@ -235,7 +248,7 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
             wc = assembler.get_working_context(user, asked, instance.question, budget, now=instance.question_date)
             ms = (time.perf_counter() - t0) * 1000
             for tally in _tallies(arms, by_type, budget, instance, "memctx"):
-                tally.add(instance, wc.text, wc.tokens, texts, ms)
+                tally.add(instance, wc.text, wc.tokens, texts, ms, wc.sources)
         for kind, ranked in baseline_rankings(rows, instance.question).items():
             for budget in budgets:
                 context, tokens = pack(ranked, system, instance.question, budget, app.counter, line_tokens)
@@ -248,6 +261,12 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
         "notes": ["each haystack session its own closed conversation of the instance's user; the question asked "
                   "in a new one, user scope, at question_date"],
         "full_history_tokens": {"mean": round(float(np.mean(history)), 1) if history else None},
+        # What this run's storing and catch-up took per instance (near 0 for one stored before and
+        # caught up), and what the long messages' passages cost: rows and MB per instance.
+        "prepare_s": {"mean": mean_of(prepared, 2), "p95": percentile_of(prepared, 95)},
+        "passages": {"rows": mean_of([p["passages"] for p in passages], 1),
+                     "messages": mean_of([p["messages"] for p in passages], 1),
+                     "mb": mean_of([p["bytes"] / 1e6 for p in passages], 2)},
         "budgets": {str(b): {**arms[b]["memctx"].summary(latency=True),
                              "baselines": {k: arms[b][k].summary(latency=False) for k in BASELINES},
                              "by_type": {t: {**v["memctx"].summary(latency=True),
@@ -255,6 +274,11 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
                                          for t, v in by_type[b].items() if v["memctx"].questions}}
                     for b in budgets},
     }
+
+
+def _passage_stats(app: Any, user: UUID) -> Mapping[str, Any]:
+    with app.pool.connection() as conn:
+        return conn.execute(QUERIES["passage_stats"], {"user_id": user}).fetchone()
 
 
 def _tallies(arms: dict, by_type: dict, budget: int, instance: Instance, arm: str) -> list[_Tally]:

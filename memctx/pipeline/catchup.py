@@ -27,6 +27,7 @@ from memctx.config import Settings
 from memctx.models import Summary, check_text
 from memctx.pipeline.board import board_step
 from memctx.pipeline.embedding import embed_messages, embed_summaries
+from memctx.pipeline.passages import cut_passages
 from memctx.sql import QUERIES
 from memctx.store import UnknownConversation
 from memctx.summarize.chain import Action, ChainElement, ChainParams, plan_next
@@ -100,6 +101,7 @@ class CatchUpResult:
     board_updates: int = 0
     embedded_summaries: int = 0
     seconds: float = 0.0
+    passages: int = 0  # passages of long messages stored
 
     @property
     def summaries_written(self) -> int:
@@ -109,7 +111,7 @@ class CatchUpResult:
         return {"conversation_id": str(self.conversation_id), "last_seq": self.last_seq,
                 "embedded_messages": self.embedded_messages, "summaries_written": self.summaries_written,
                 "board_updates": self.board_updates, "embedded_summaries": self.embedded_summaries,
-                "seconds": round(self.seconds, 3)}
+                "passages": self.passages, "seconds": round(self.seconds, 3)}
 
 
 @dataclass
@@ -233,7 +235,8 @@ def catch_up(app: App, user_id: UUID, conversation_id: UUID, summarizer: Summari
              force_board: bool = False) -> CatchUpResult:
     """Bring one conversation's chain and board fully up to date, synchronously.
 
-    Embeds messages stored without an embedding, applies the hierarchy rules until none applies
+    Embeds messages stored without an embedding, cuts the long ones into passages (embedded,
+    `memctx.pipeline.passages`), applies the hierarchy rules until none applies
     (each action one transaction), folds every complete group of `update_frequency` new messages
     into the board (with `force_board`, the incomplete tail too), and embeds the summaries still
     live at the end (every summary written with `summary_embeddings="all"`; otherwise the
@@ -281,6 +284,7 @@ def _catch_up(ctx: _Context, last_seq: int, force_board: bool, started: float) -
     app, conversation_id = ctx.app, ctx.conversation_id
     try:
         embedded = embed_messages(app, ctx.user_id, conversation_id)
+        passages = cut_passages(app, ctx.user_id, conversation_id)
     except Exception:
         metrics.FAILURES.labels(kind="embed").inc()
         raise
@@ -291,7 +295,7 @@ def _catch_up(ctx: _Context, last_seq: int, force_board: bool, started: float) -
         boards += 1
     embedded_summaries = embed_summaries(app, ctx.user_id, conversation_id)
     return CatchUpResult(conversation_id, last_seq, embedded, tuple(ctx.steps), boards, embedded_summaries,
-                         time.perf_counter() - started)
+                         time.perf_counter() - started, passages)
 
 
 def regenerate(app: App, user_id: UUID, conversation_id: UUID, summarizer: Summarizer | None = None) -> CatchUpResult:

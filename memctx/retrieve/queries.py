@@ -1,7 +1,8 @@
 """The memory-search queries, composed once from the named blocks of `memctx/sql/retrieve.sql`.
 
 Owns: filling the templates `search_conversation` and `search_user`, for each plan of `PLANS`,
-with the blocks they share (the scope of `SCOPES`, the dense and full-text blocks of the plan,
+with the blocks they share (the scope of `SCOPES`, the long messages' passages of `PASSAGES`,
+the dense and full-text blocks of the plan,
 `search_hits`, `search_message_rows`: the scope and its time range, the relevance lists, the
 hits and their neighbours, the rows returned) and with the per-signal SQL generated from
 `SIGNALS` (each candidate list's rows, the hits' rank columns). The result is constant SQL
@@ -27,6 +28,11 @@ PLANS = {
     "bounded": ("search_dense_exact", "search_lexical_bounded"),  # exact dense, full text from the matches
     "index": ("search_dense_index", "search_lexical_bounded"),  # dense from HNSW, rescored
 }
+# Each plan's block of the long messages' best passages (`passages`), and how each search
+# narrows passages to its scope.
+PASSAGES = {"exact": "search_passages_exact", "bounded": "search_passages_exact", "index": "search_passages_index"}
+PASSAGE_SCOPES = {"search_conversation": sql.SQL("and p.conversation_id = %(conversation_id)s::uuid"),
+                  "search_user": sql.SQL("")}
 
 
 def _join(parts, sep: str = ",\n         ") -> sql.Composed:
@@ -63,8 +69,9 @@ def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, pla
     dense_turns, lexical = PLANS[plan]
     hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
+    passages = _block(queries, PASSAGES[plan]).format(passage_conversation=PASSAGE_SCOPES[name])
     return sql.SQL(queries[name]).format(
-        scope=_block(queries, SCOPES[name]), dense_turns=_block(queries, dense_turns),
+        scope=_block(queries, SCOPES[name]), passages=passages, dense_turns=_block(queries, dense_turns),
         dense=_block(queries, "search_dense_rank"), terms=_block(queries, "search_lexical_terms"),
         lexical=_block(queries, lexical), hits=hits, message_rows=rows,
         summary_ranks=generated["summary_ranks"]).as_string()

@@ -6,7 +6,7 @@ paired turn, optional temporal neighbours), or one summary alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, Mapping
 from uuid import UUID
@@ -17,8 +17,18 @@ MemoryKind = Literal["message", "summary", "conversation_summary"]
 
 
 @dataclass(frozen=True)
+class Passage:
+    """The passage of a long message most similar to the query (migration 0022)."""
+
+    id: UUID
+    text: str
+    token_count: int
+
+
+@dataclass(frozen=True)
 class Fragment:
-    """One stored message (or one summary text) inside a memory."""
+    """One stored message (or one summary text) inside a memory. A long message carries its
+    best passage (`passage`); its `excerpt()` is the fragment that shows only that passage."""
 
     id: UUID
     conversation_id: UUID
@@ -30,12 +40,25 @@ class Fragment:
     speaker: str | None = None
     token_count: int = 0
     session: int | None = None
+    passage: Passage | None = None
+    excerpt_of: int | None = None  # an excerpt: the tokens of the whole message it is a passage of
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "Fragment":
+        passage = None
+        if row.get("passage_id") is not None:
+            passage = Passage(row["passage_id"], row["passage_text"], int(row["passage_tokens"] or 0))
         return cls(id=row["id"], conversation_id=row["conversation_id"], role=row["role"], text=row["text"],
                    seq=row["seq"], time=row["created_at"], external_id=row["external_id"],
-                   speaker=row["speaker"], token_count=int(row["token_count"] or 0), session=row["session"])
+                   speaker=row["speaker"], token_count=int(row["token_count"] or 0), session=row["session"],
+                   passage=passage)
+
+    def excerpt(self) -> "Fragment":
+        """This message shown as its passage: same id (its source), the passage's text and tokens."""
+        if self.passage is None:
+            raise ValueError(f"message {self.id} has no passage")
+        return replace(self, text=self.passage.text, token_count=self.passage.token_count, passage=None,
+                       excerpt_of=self.token_count)
 
     @property
     def who(self) -> str:
@@ -86,6 +109,8 @@ class Memory:
             "kind": self.kind, "id": str(self.id), "conversation_id": str(self.conversation_id),
             "score": self.score, "similarity": self.similarity, "provenance": self.provenance.as_json(),
             "fragments": [{"id": str(f.id), "role": f.role, "speaker": f.speaker, "text": f.text, "seq": f.seq,
-                           "time": f.time.isoformat() if f.time else None, "external_id": f.external_id}
+                           "time": f.time.isoformat() if f.time else None, "external_id": f.external_id,
+                           **({"passage": {"id": str(f.passage.id), "text": f.passage.text,
+                                           "tokens": f.passage.token_count}} if f.passage else {})}
                           for f in self.fragments],
         }

@@ -64,6 +64,44 @@ scope as not materialized (
      and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
 )
 
+-- name: search_passages_exact
+-- (Shared block.) The best passage of each long message of the scope (migration 0022): every
+-- passage of the user (of the conversation searched, if one is) said in the time range, scored
+-- exactly; per message the passage most similar to the query. The dense list ranks a message by
+-- the better of its own similarity and its best passage's, and the rows carry the passage so
+-- that a context can show it as an excerpt. Empty, and read through its index, for a user
+-- without long messages (no LoCoMo turn has passages).
+passages as materialized (
+  select distinct on (p.message_id) p.message_id as id, p.id as passage_id, p.chunk_text as passage_text,
+         p.token_count as passage_tokens, 1 - (p.embedding <=> %(query_vec)s::vector) as sim
+    from memctx.working_memory_chunks p
+   where p.user_id = %(user_id)s::uuid {passage_conversation}
+     and p.message_id is not null and p.embedding is not null
+     and (%(since)s::timestamptz is null or p.created_at >= %(since)s::timestamptz)
+     and (%(until)s::timestamptz is null or p.created_at < %(until)s::timestamptz)
+   order by p.message_id, p.embedding <=> %(query_vec)s::vector, p.part
+)
+
+-- name: search_passages_index
+-- (Shared block.) search_passages_exact past the exact scan: the k_pool passages nearest the
+-- query through the HNSW index under the scope's filter (the plan's HNSW settings apply), best
+-- per message. Only messages the dense pool holds are ranked by them; a message is found
+-- through a passage alone only within the exact scan.
+passages as materialized (
+  select distinct on (x.message_id) x.message_id as id, x.id as passage_id, x.chunk_text as passage_text,
+         x.token_count as passage_tokens, 1 - x.distance as sim
+    from (select p.id, p.message_id, p.chunk_text, p.token_count, p.part,
+                 p.embedding <=> %(query_vec)s::vector as distance
+            from memctx.working_memory_chunks p
+           where p.user_id = %(user_id)s::uuid {passage_conversation}
+             and p.message_id is not null and p.embedding is not null
+             and (%(since)s::timestamptz is null or p.created_at >= %(since)s::timestamptz)
+             and (%(until)s::timestamptz is null or p.created_at < %(until)s::timestamptz)
+           order by p.embedding <=> %(query_vec)s::vector
+           limit %(k_pool)s) x
+   order by x.message_id, x.distance, x.part
+)
+
 -- name: search_hits
 -- (Shared block.) Every candidate message once, with its position and its rank in each signal's
 -- list (null = not in it); then the rows of the hits and of their ±window neighbours, read
@@ -90,12 +128,15 @@ hits as (
 )
 
 -- name: search_message_rows
--- (Shared block.) The rows of the hits and their neighbours, each with its ranks.
+-- (Shared block.) The rows of the hits and their neighbours, each with its ranks and best passage.
+-- A message's similarity is the better of its own and its best passage's (the threshold reads it).
 select 'message'::text as kind, w.id, w.conversation_id, w.seq, w.seq as first_seq, w.seq as last_seq,
-       w.role, w.text, w.external_id, w.token_count, w.created_at, w.speaker, w.session, w.similarity,
-       {hit_ranks}, hits.id is not null as is_hit
+       w.role, w.text, w.external_id, w.token_count, w.created_at, w.speaker, w.session,
+       greatest(w.similarity, ps.sim) as similarity, {hit_ranks}, hits.id is not null as is_hit,
+       ps.passage_id, ps.passage_text, ps.passage_tokens
   from wanted w
   left join hits on hits.id = w.id
+  left join passages ps on ps.id = w.id
 
 -- name: search_dense_exact
 -- (Shared block.) The dense list's turns, exact: every message of the scope with its cosine
@@ -149,7 +190,8 @@ dense_index as materialized (
 )
 
 -- name: search_dense_rank
--- (Shared block.) The dense list from dense_turns: similarity smoothed over the neighbouring
+-- (Shared block.) The dense list from dense_turns: each turn's similarity, or its best passage's
+-- when higher (`passages`), smoothed over the neighbouring
 -- turns of the same conversation (a turn inside a relevant stretch of conversation ranks above
 -- an isolated look-alike; smooth = 0 turns this off), top k_dense.
 -- Ties are broken by position, then conversation (turns of a user's conversations share seqs),
@@ -159,7 +201,9 @@ dense as (
     from (select t.id, t.conversation_id, t.seq, t.near,
                  t.sim + %(smooth)s::float8 * (coalesce(lag(t.sim) over w, 0) + coalesce(lead(t.sim) over w, 0)) / 2
                    as score
-            from dense_turns t window w as (partition by t.conversation_id order by t.seq)) x
+            from (select d.id, d.conversation_id, d.seq, d.near, greatest(d.sim, ps.sim) as sim
+                    from dense_turns d left join passages ps on ps.id = d.id) t
+          window w as (partition by t.conversation_id order by t.seq)) x
    where x.score is not null and x.near <= 1
    order by x.score desc, x.seq desc, x.conversation_id
    limit %(k_dense)s
@@ -261,7 +305,7 @@ stats as (
 -- name: search_conversation
 -- Candidates of one conversation: the relevance lists, the most recent k, each with its rank,
 -- plus the neighbours (±window turns) of every candidate for pairing and context.
-with {scope}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
+with {scope}, {passages}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
   select m.id, m.conversation_id, m.seq, row_number() over (order by m.seq desc) as rank
     from scope m
    where m.text <> ''
@@ -275,7 +319,7 @@ with {scope}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
 -- Candidates across all of a user's conversations: the same relevance lists over all of the
 -- user's messages (exact scans over the user_id btree), the most recent k, with neighbours; and
 -- their live summaries and long-term conversation summaries.
-with {scope}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
+with {scope}, {passages}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
   select m.id, m.conversation_id, m.seq, row_number() over (order by m.created_at desc, m.seq desc) as rank
     from scope m
    where m.text <> ''
@@ -313,7 +357,7 @@ with {scope}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
 {message_rows}
 union all
 select sr.kind, sr.id, sr.conversation_id, null, sr.first_seq, sr.last_seq, 'summary', sr.content, null,
-       sr.token_count, sr.created_at, null, null, sr.similarity, {summary_ranks}, true
+       sr.token_count, sr.created_at, null, null, sr.similarity, {summary_ranks}, true, null, null, null
   from summary_ranked sr
  where sr.dense_rank <= %(k_dense)s or sr.lexical_rank <= %(k_lexical)s
  order by 3, 4 nulls first

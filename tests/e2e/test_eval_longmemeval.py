@@ -76,6 +76,11 @@ def test_eval_longmemeval_json_plot_and_rerun(app, settings, tmp_path):
         assert r["evidence_found"] == sum(t["evidence_found"] for t in r["by_type"].values())
         assert r["p95_ms"] >= r["p50_ms"] > 0
         assert r["answer_questions"] == 2  # both answers are short
+        assert r["evidence_cited"] >= r["evidence_found"]  # a turn found whole is a source too
+    # the assistant's replies (~230 tokens) are long enough to be cut into passages
+    passages = results["passages"]  # per instance: 9 and 10 sessions, one long reply each
+    assert passages["messages"] == 9.5 and passages["rows"] >= 2 * passages["messages"]
+    assert passages["mb"] > 0 and results["prepare_s"]["mean"] > 0
     # every history fits 2,000 tokens whole: the baselines find every evidence turn, and so must memctx
     big = results["budgets"]["2000"]
     assert big["baselines"]["rrf"]["evidence_recall"] == 1.0
@@ -100,7 +105,7 @@ def test_eval_longmemeval_json_plot_and_rerun(app, settings, tmp_path):
     with app.pool.connection() as conn:
         after = conn.execute("select count(*) as n, max(updated_at) as t from memctx.conversation_summaries").fetchone()
     assert after == before
-    assert rerun["turns"] == results["turns"]
+    assert rerun["turns"] == results["turns"] and rerun["passages"] == results["passages"]
     assert rerun["budgets"]["2000"]["evidence_found"] == big["evidence_found"]
 
 

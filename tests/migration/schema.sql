@@ -334,6 +334,22 @@ $$;
 
 
 --
+-- Name: messages_drop_passages(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.messages_drop_passages() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+  delete from memctx.working_memory_chunks p
+   where p.message_id = new.id and p.user_id = new.user_id;
+  return null;
+end
+$$;
+
+
+--
 -- Name: messages_enqueue(); Type: FUNCTION; Schema: memctx; Owner: -
 --
 
@@ -772,7 +788,11 @@ CREATE TABLE memctx.working_memory_chunks (
     embedding public.vector(384),
     expires_at timestamp with time zone,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    message_id uuid,
+    part smallint,
     CONSTRAINT working_memory_chunks_importance_check CHECK (((importance >= (0)::double precision) AND (importance <= (1)::double precision))),
+    CONSTRAINT working_memory_chunks_part_check CHECK ((part >= 0)),
+    CONSTRAINT working_memory_chunks_passage_check CHECK ((((message_id IS NULL) = (part IS NULL)) AND ((message_id IS NULL) OR (chunk_type = 'passage'::text)))),
     CONSTRAINT working_memory_chunks_token_count_check CHECK ((token_count >= 0))
 );
 ALTER TABLE ONLY memctx.working_memory_chunks ALTER COLUMN embedding SET STORAGE PLAIN;
@@ -1189,6 +1209,20 @@ CREATE INDEX working_memory_chunks_embedding_hnsw ON memctx.working_memory_chunk
 
 
 --
+-- Name: working_memory_chunks_passage_key; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE UNIQUE INDEX working_memory_chunks_passage_key ON memctx.working_memory_chunks USING btree (message_id, part, user_id) WHERE (message_id IS NOT NULL);
+
+
+--
+-- Name: working_memory_chunks_scope_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX working_memory_chunks_scope_idx ON memctx.working_memory_chunks USING btree (user_id, conversation_id) WHERE (message_id IS NOT NULL);
+
+
+--
 -- Name: working_memory_chunks_user_idx; Type: INDEX; Schema: memctx; Owner: -
 --
 
@@ -1235,6 +1269,13 @@ CREATE TRIGGER messages_count AFTER INSERT ON memctx.messages REFERENCING NEW TA
 --
 
 CREATE TRIGGER messages_derive_text BEFORE INSERT OR UPDATE OF content, text ON memctx.messages FOR EACH ROW EXECUTE FUNCTION memctx.messages_derive_text();
+
+
+--
+-- Name: messages messages_drop_passages; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER messages_drop_passages AFTER UPDATE OF text ON memctx.messages FOR EACH ROW WHEN ((old.text IS DISTINCT FROM new.text)) EXECUTE FUNCTION memctx.messages_drop_passages();
 
 
 --
@@ -1314,6 +1355,14 @@ ALTER TABLE ONLY memctx.summary_boards
 
 ALTER TABLE ONLY memctx.working_memory_chunks
     ADD CONSTRAINT working_memory_chunks_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: working_memory_chunks working_memory_chunks_message_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.working_memory_chunks
+    ADD CONSTRAINT working_memory_chunks_message_fkey FOREIGN KEY (message_id, user_id) REFERENCES memctx.messages(id, user_id) ON DELETE CASCADE;
 
 
 --
@@ -2196,6 +2245,20 @@ GRANT INSERT(expires_at),UPDATE(expires_at) ON TABLE memctx.working_memory_chunk
 --
 
 GRANT INSERT(created_at),UPDATE(created_at) ON TABLE memctx.working_memory_chunks TO authenticated;
+
+
+--
+-- Name: COLUMN working_memory_chunks.message_id; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(message_id),UPDATE(message_id) ON TABLE memctx.working_memory_chunks TO authenticated;
+
+
+--
+-- Name: COLUMN working_memory_chunks.part; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(part),UPDATE(part) ON TABLE memctx.working_memory_chunks TO authenticated;
 
 
 --

@@ -235,3 +235,41 @@ def test_0017_gives_existing_messages_the_day_they_were_said_and_counts_their_le
         conn.execute(insert, (conv, ["Kayaking at sunset"]))
         conn.commit()
         assert conn.execute(counted, (conv,)).fetchone() == {"lexeme_count": 11, "stored": 11}
+
+
+def test_0022_asks_a_catch_up_of_the_conversations_stored_with_long_messages(empty_db, tmp_path):
+    """What was stored before passages existed is cut by the worker: each conversation with a
+    message over the default MEMCTX_PASSAGE_MIN_TOKENS gets one 'summarize' request, no other."""
+    for m in discover():
+        if m.version < 22:
+            (tmp_path / m.path.name).write_text(m.sql)
+    user = uuid.uuid4()
+    with _conn(empty_db) as conn:
+        migrate(conn, tmp_path)
+        configure_embedding_space(conn, "test-model", 3)
+        convs = [conn.execute("insert into memctx.conversations (user_id) values (%s) returning id",
+                              (user,)).fetchone()["id"] for _ in range(2)]
+        for conv, tokens in ((convs[0], [30, 640, 700]), (convs[1], [30, 120])):
+            for n in tokens:
+                conn.execute("insert into memctx.messages (conversation_id, role, text, token_count) "
+                             "values (%s, 'assistant', 'a reply', %s)", (conv, n))
+        conn.execute("update memctx.outbox set processed_at = now()")
+        conn.commit()
+        (tmp_path / "0022_x.sql").write_text(next(m.sql for m in discover() if m.version == 22))
+        assert [m.version for m in migrate(conn, tmp_path)] == [22]
+        pending = conn.execute("select conversation_id, kind from memctx.outbox where processed_at is null").fetchall()
+        assert pending == [{"conversation_id": convs[0], "kind": "summarize"}]
+        message = conn.execute("select id from memctx.messages where token_count = 640").fetchone()["id"]
+        conn.execute("insert into memctx.working_memory_chunks (conversation_id, user_id, chunk_text, chunk_type, "
+                     "message_id, part) values (%s, %s, 'a reply', 'passage', %s, 0)", (convs[0], user, message))
+        conn.commit()
+        with pytest.raises(psycopg.errors.UniqueViolation):  # one row per passage of a message
+            conn.execute("insert into memctx.working_memory_chunks (conversation_id, user_id, chunk_text, "
+                         "chunk_type, message_id, part) values (%s, %s, 'again', 'passage', %s, 0)",
+                         (convs[0], user, message))
+        conn.rollback()
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):  # a passage belongs to its user's message
+            conn.execute("insert into memctx.working_memory_chunks (conversation_id, user_id, chunk_text, "
+                         "chunk_type, message_id, part) values (%s, %s, 'x', 'passage', %s, 1)",
+                         (convs[0], user, uuid.uuid4()))
+        conn.rollback()

@@ -7,7 +7,7 @@ import pytest
 
 from memctx.assemble.memories import LINE_TOKENS, fill_memories
 from memctx.assemble.render import GAP, MEMORY_HEADER
-from memctx.retrieve.types import Fragment, Memory, Provenance
+from memctx.retrieve.types import Fragment, Memory, Passage, Provenance
 from memctx.tokens import get_counter, message_tokens
 
 COUNTER = get_counter()
@@ -148,3 +148,66 @@ def test_a_long_partner_turn_comes_with_its_hit_only_when_the_exchange_pays_for_
     assert {s.id for s in roomy.sources} == {question.id, answer.id, *(t.id for t in others)}
     long_hit = fill_memories([_scored(1.0, answer, _turn(1, 3, "The Speedgoats, thanks!"))], set(), 120, COUNTER)
     assert [s.detail for s in long_hit.sources] == ["context"]  # a long hit's short partner, alone, fits
+
+
+def _long_reply(session: int, seq: int, topic: str, paragraphs: int = 8) -> tuple[Fragment, Fragment]:
+    """A long assistant reply with its best passage (the one paragraph about `topic`), and that
+    passage shown as an excerpt."""
+    body = [f"Paragraph {i} is general advice about planning a trip and packing light for it." for i in range(paragraphs)]
+    body[paragraphs // 2] = f"For {topic}, the museum on Kelvin Street opens at nine and is free on Sundays."
+    text = "\n".join(body)
+    passage = Passage(uuid4(), body[paragraphs // 2], COUNTER.count(body[paragraphs // 2]))
+    reply = Fragment(id=uuid4(), conversation_id=CONV, role="assistant", text=text, seq=seq,
+                     time=T0 + timedelta(days=7 * session, seconds=seq), external_id=f"D{session}:{seq}",
+                     token_count=COUNTER.count(text), session=session, passage=passage)
+    return reply, reply.excerpt()
+
+
+def test_a_long_reply_comes_as_its_cited_excerpt_when_whole_it_does_not_pay():
+    question = _turn(1, 1, "Which museum did you suggest for Glasgow?")
+    reply, excerpt = _long_reply(1, 2, "Glasgow", paragraphs=30)
+    assert reply.token_count > 4 * LINE_TOKENS
+    others = [_memory(_turn(2, i, f"Short turn {i} about the weekend plans.")) for i in range(1, 6)]
+    hit = Memory(kind="message", id=reply.id, conversation_id=CONV, fragments=(question, reply), score=0.9,
+                 similarity=None)
+    section = fill_memories([hit, *[Memory(**{**m.__dict__, "score": 0.5}) for m in others]], set(), 160, COUNTER)
+    lines = _lines(section)
+    excerpt_line = f"assistant (excerpt of a {reply.token_count}-token reply): …{excerpt.text}…"
+    assert excerpt_line in lines and reply.text not in section.message["content"]
+    assert "Caroline: Which museum did you suggest for Glasgow?" in lines  # the short question stays whole
+    cited = next(s for s in section.sources if s.id == reply.id)
+    assert (cited.detail, cited.external_id, cited.seq) == ("hit excerpt", "D1:2", 2)
+    assert section.tokens <= 160
+
+
+def test_an_excerpt_becomes_the_whole_reply_when_the_budget_allows():
+    question = _turn(1, 1, "Which museum did you suggest for Glasgow?")
+    reply, excerpt = _long_reply(1, 2, "Glasgow", paragraphs=6)
+    hit = Memory(kind="message", id=reply.id, conversation_id=CONV, fragments=(question, reply), score=0.9,
+                 similarity=None)
+    section = fill_memories([hit], set(), 2000, COUNTER)
+    assert f"assistant: {reply.text}" in section.message["content"]
+    assert "excerpt" not in section.message["content"]
+    assert [(s.id, s.detail) for s in section.sources] == [(question.id, "context"), (reply.id, "hit")]
+    assert section.tokens == message_tokens(COUNTER, "system", section.message["content"])
+
+
+def test_a_long_turn_without_a_passage_is_never_cut():
+    question = _turn(1, 1, "Which museum did you suggest for Glasgow?")
+    reply, _ = _long_reply(1, 2, "Glasgow", paragraphs=30)
+    plain = Fragment(**{**reply.__dict__, "passage": None})
+    hit = Memory(kind="message", id=question.id, conversation_id=CONV, fragments=(question, plain), score=0.9,
+                 similarity=None)
+    section = fill_memories([hit], set(), 160, COUNTER)
+    assert _lines(section) == ["[15 May 2023]", "Caroline: Which museum did you suggest for Glasgow?"]
+
+
+def test_an_excerpt_stands_where_its_whole_turn_would_and_never_before_a_short_turn_that_outranks_it():
+    reply, excerpt = _long_reply(1, 2, "Glasgow", paragraphs=30)  # ~9 lines: worth 0.9 / 9 whole or cut
+    hit = Memory(kind="message", id=reply.id, conversation_id=CONV, fragments=(reply,), score=0.9, similarity=None)
+    short = _turn(2, 1, "We booked the sleeper train to Inverness for the first night of the trip.")
+    other = Memory(kind="message", id=short.id, conversation_id=CONV, fragments=(short,), score=0.2, similarity=None)
+    one = fill_memories([hit, other], set(), 60, COUNTER)  # room for one of the two lines
+    assert _lines(one) == ["[22 May 2023]", f"Caroline: {short.text}"]
+    both = fill_memories([hit, other], set(), 120, COUNTER)
+    assert f"assistant (excerpt of a {reply.token_count}-token reply): …{excerpt.text}…" in _lines(both)
