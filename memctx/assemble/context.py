@@ -28,6 +28,7 @@ from memctx.assemble.memories import MemorySection, fill_memories
 from memctx.assemble.render import external_block, external_section
 from memctx.assemble.repeats import keys, memories_once
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
+from memctx.retrieve.lexical import asks_for_a_reply
 from memctx.retrieve.search import MemorySearch, SearchOptions
 from memctx.retrieve.types import Memory
 from memctx.search import SearchReport, WebResult
@@ -116,7 +117,8 @@ class ContextAssembler:
         if history is not None and fixed + history_tokens <= opts.compress_at * budget:
             return self._verbatim(user, conversation, system, ask, budget, fixed, history, history_tokens,
                                   opts, searching, timings, started)
-        draft = _Draft(current_share, *self._fit_current(rows, opts, current_share))
+        draft = _Draft(current_share, *self._fit_current(rows, opts, current_share),
+                       replies=asks_for_a_reply(ask["content"]))
         memories, timings["search"] = searching.result()
         if self.external is not None:
             t0 = time.perf_counter()
@@ -176,7 +178,7 @@ class ContextAssembler:
         anything of it stays dropped. (Recent turns are never memory hits, so a wider current
         context cannot repeat a memory.) Last, each sentence once across the quoted turns."""
         hidden = {str(t["id"]) for t in draft.items.turns} | said_already(memories, _said(draft.items.turns))
-        draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter)
+        draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter, replies=draft.replies)
         wider = draft.current_tokens + draft.memory_budget - draft.recalled.tokens
         if draft.cuts and wider > draft.current_share:
             refit = self._fit_current(rows, opts, wider, refill=True)
@@ -186,9 +188,10 @@ class ContextAssembler:
                 back = {str(t["id"]) for t in draft.items.turns}
                 if back & {str(s.id) for s in draft.recalled.sources}:  # a turn put back was a memory: once is enough
                     hidden = back | said_already(memories, _said(draft.items.turns))
-                    draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter)
+                    draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter,
+                                                   replies=draft.replies)
         draft.recalled = self._memories_once(memories, draft.recalled, hidden, _said(draft.items.turns),
-                                             draft.memory_budget)
+                                             draft.memory_budget, draft.replies)
 
     def _verbatim(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
                   history: "History", history_tokens: int, opts: ContextOptions,
@@ -214,8 +217,10 @@ class ContextAssembler:
             timings["external"] = _ms(t0)
         others = [m for m in memories if m.conversation_id != conversation] if opts.scope == "user" else []
         shown = {str(t["id"]) for t in history.turns} | said_already(others, _said(history.turns))
-        recalled = fill_memories(others, shown, room - external_tokens, self.counter)
-        recalled = self._memories_once(others, recalled, shown, _said(history.turns), room - external_tokens)
+        replies = asks_for_a_reply(ask["content"])
+        recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies)
+        recalled = self._memories_once(others, recalled, shown, _said(history.turns), room - external_tokens,
+                                       replies)
         cuts += recalled.cuts
         messages = [system, *external_messages, *([recalled.message] if recalled.message else []),
                     *history.messages, ask]
@@ -236,13 +241,13 @@ class ContextAssembler:
                               sources=sources, cuts=cuts, timings_ms=timings, external=report)
 
     def _memories_once(self, memories: Sequence[Memory], recalled: MemorySection, shown: set[str], said: set[str],
-                       budget: int) -> MemorySection:
+                       budget: int, replies: bool) -> MemorySection:
         """The memory section with each sentence of five words or more once (`memories_once`):
         the same memories, repacked (they cost less now, so all still fit), and the same cuts."""
         once = memories_once(memories, {str(s.id) for s in recalled.sources}, said)
         if once is None:
             return recalled
-        packed = fill_memories(once, shown, budget, self.counter)
+        packed = fill_memories(once, shown, budget, self.counter, replies=replies)
         return replace(packed, cuts=recalled.cuts)
 
     def _say_once(self, items: CurrentItems, recalled: MemorySection, memories: Sequence[Memory], replaced: set[str]
@@ -416,6 +421,7 @@ class _Draft:
     external_messages: list[dict[str, str]] = field(default_factory=list)
     external_sources: list[Source] = field(default_factory=list)
     external_tokens: int = 0
+    replies: bool = False  # the query asks what the assistant said (memories weigh its replies as lines)
 
     def messages(self, system: dict, ask: dict) -> list[dict[str, str]]:
         memory = [self.recalled.message] if self.recalled.message else []

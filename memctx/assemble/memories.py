@@ -51,20 +51,23 @@ def excerpted(memory: Memory) -> list[Fragment]:
     return out
 
 
-def worth(memory: Memory, fragments: Sequence[Fragment]) -> float:
+def worth(memory: Memory, fragments: Sequence[Fragment], replies: bool = False) -> float:
     """The memory's search score per line its longest turn costs, in lines of LINE_TOKENS (at
     least one): turns of up to a line are taken by score as they rank, a 400-token turn must
     score four times as high as a line to come before it. An excerpt counts as the whole turn it
     stands for: it is offered where that turn is, and taken when the turn does not fit (taken at
     its own length, excerpts took the room of whole turns: 15 / 19 / 19 evidence turns of 24
-    against 18 / 19 / 20 on the LongMemEval dev subset at 1k / 2k / 4k)."""
+    against 18 / 19 / 20 on the LongMemEval dev subset at 1k / 2k / 4k). With `replies` (the query
+    asks what the assistant said: `memctx.retrieve.lexical.asks_for_a_reply`) the assistant's turns
+    are what is asked for, and are taken by score as they rank, whatever their length."""
     if memory.kind != "message":
         return memory.score / max(1.0, memory.token_count / LINE_TOKENS)
-    tokens = max((f.token_count if f.excerpt_of is None else f.excerpt_of for f in fragments), default=0)
+    tokens = max((f.token_count if f.excerpt_of is None else f.excerpt_of for f in fragments
+                  if not (replies and f.role == "assistant")), default=0)
     return memory.score / max(1.0, tokens / LINE_TOKENS)
 
 
-def offers(memories: Sequence[Memory]) -> list[tuple[Memory, Sequence[Fragment]]]:
+def offers(memories: Sequence[Memory], replies: bool = False) -> list[tuple[Memory, Sequence[Fragment]]]:
     """What the section may take, best worth first. Each memory is offered whole (its hit and
     every turn that comes with it), with its short companions only (`companions`), where the
     hit itself is longer than a line with its short companions alone (the cheap side of a
@@ -80,7 +83,7 @@ def offers(memories: Sequence[Memory]) -> list[tuple[Memory, Sequence[Fragment]]
     for memory in memories:
         whole = memory.fragments
         if memory.kind != "message":
-            found.append((-worth(memory, whole), len(found), memory, whole))
+            found.append((-worth(memory, whole, replies), len(found), memory, whole))
             continue
         if all(f.token_count <= LINE_TOKENS for f in whole):
             found.append((-memory.score, len(found), memory, whole))
@@ -92,7 +95,7 @@ def offers(memories: Sequence[Memory]) -> list[tuple[Memory, Sequence[Fragment]]
         cut = excerpted(memory)
         if any(f.excerpt_of is not None for f in cut):
             choices.append(cut)
-        found += [(-worth(memory, c), len(found) + i, memory, c) for i, c in enumerate(choices)]
+        found += [(-worth(memory, c, replies), len(found) + i, memory, c) for i, c in enumerate(choices)]
     found.sort(key=lambda offer: offer[:2])
     return [(memory, fragments) for _, _, memory, fragments in found]
 
@@ -187,16 +190,18 @@ def _insert(seqs: list[int], seq: int | None) -> int:
     return gap_between(before, seq) + gap_between(seq, after) - gap_between(before, after)
 
 
-def fill_memories(memories: Sequence[Memory], shown: set[str], budget: int, counter: TokenCounter) -> MemorySection:
+def fill_memories(memories: Sequence[Memory], shown: set[str], budget: int, counter: TokenCounter, *,
+                  replies: bool = False) -> MemorySection:
     """Fill the memory section best first within `budget` tokens (its whole message, exact).
 
     Takes, by worth per line (`offers`), every memory whose cost fits what is left; a memory
     that does not fit is skipped and a smaller later one may still fit. Turns already shown
-    (`shown`: the current context's) are not repeated; a memory with nothing new is skipped."""
+    (`shown`: the current context's) are not repeated; a memory with nothing new is skipped.
+    `replies`: the query asks what the assistant said, and its replies are weighed as lines."""
     empty = message_tokens(counter, ROLE, memory_section([]))
     packing = _Packing(counter, set(shown), empty - counter.count(MEMORY_HEADER) + counter.count(MEMORY_HEADER + "\n"))
     left: list[int] = []
-    offered = offers(memories)
+    offered = offers(memories, replies)
     memories = [memory for memory, _ in offered]
     for rank, (memory, kept) in enumerate(offered):
         fragments = [f for f in kept if str(f.id) not in packing.shown]

@@ -6,7 +6,8 @@ their own turns and are better used as a speaker signal), the text the dense lis
 named speakers in the first person, as their own turns speak), the dates the query names as the
 terms of the day a turn was said (migration 0017), and so do the relative dates it says ("last
 Saturday", "two weeks ago") when the caller gives the day the question is asked (`now`; never the
-wall clock: an evaluation asks at the dataset's date), and questions about time. Pure; no I/O.
+wall clock: an evaluation asks at the dataset's date), questions about time, and questions about
+what the assistant said (`asks_for_a_reply`). Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -26,6 +27,19 @@ _FILLER = STOPWORDS | frozenset("done knew know likely mine said say take tell t
 _TEMPORAL = re.compile(
     r"\b(when|what (?:date|day|month|year|time)|how long|how many (?:days|weeks|months|years)|"
     r"since when|which (?:year|month|day)|ago|last (?:week|month|year)|before|after)\b", re.I)
+
+
+# A question about the assistant's own earlier words: "remind me of that eatery you recommended",
+# "you mentioned a few apps…", "our previous conversation about…". Its answer is in a reply.
+_ASKS_FOR_A_REPLY = re.compile(
+    r"\byou\b[^.?!]*\b(?:told|said|recommended|suggested|mentioned|gave|listed|provided|wrote|shared|"
+    r"described|explained|showed|offered)\b|\bremind me\b|"
+    r"\b(?:our|the) (?:previous|last|earlier|past) (?:conversation|chat|discussion)\b", re.I)
+
+
+def asks_for_a_reply(text: str) -> bool:
+    """Whether the query asks what the assistant said earlier (its answer is in a reply)."""
+    return _ASKS_FOR_A_REPLY.search(text) is not None
 
 
 @dataclass(frozen=True)

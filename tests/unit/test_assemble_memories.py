@@ -137,6 +137,21 @@ def test_a_long_reply_must_earn_the_room_of_the_short_turns_it_would_displace():
     assert reply.id in {s.id for s in section.sources}
 
 
+def test_a_question_about_what_the_assistant_said_takes_its_reply_by_rank_whatever_its_length():
+    text = "Here is what I found about trail shoes. " * 40  # ~400 tokens
+    reply = Fragment(id=uuid4(), conversation_id=CONV, role="assistant", text=text, seq=2, time=T0,
+                     external_id="D1:2", token_count=COUNTER.count(text), session=1)
+    short = [_turn(2 + i, 1, f"I ran the {town} half marathon in May." + " It was hot." * 12)
+             for i, town in enumerate(("Boston", "Austin", "Denver", "Reno"))]
+    memories = [_scored(1.0, reply), *(_scored(0.5, t) for t in short)]
+    budget = message_tokens(COUNTER, "system", "\n".join([MEMORY_HEADER, "[8 May 2023]", f"assistant: {text}"])) + 20
+    asked = {s.id for s in fill_memories(memories, set(), budget, COUNTER).sources}
+    assert asked == {t.id for t in short}  # per line, the four short turns are worth more
+    # "Can you remind me what you said about trail shoes?": the reply is what is asked for
+    asked = {s.id for s in fill_memories(memories, set(), budget, COUNTER, replies=True).sources}
+    assert reply.id in asked
+
+
 def test_a_long_partner_turn_comes_with_its_hit_only_when_the_exchange_pays_for_it():
     question = _turn(1, 1, "Which shoes should I buy for wet trails?")
     answer = _turn(1, 2, "For wet trails, look at grip and drainage first. " * 30, "assistant")

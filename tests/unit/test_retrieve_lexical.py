@@ -1,6 +1,8 @@
 """Query analysis: the text the dense list embeds."""
 
-from memctx.retrieve.lexical import analyze, first_person
+import pytest
+
+from memctx.retrieve.lexical import analyze, asks_for_a_reply, first_person
 
 
 def test_a_named_speaker_is_asked_about_in_the_first_person_as_their_own_turns_speak():
@@ -43,3 +45,23 @@ def test_relative_dates_of_a_query_are_searched_as_the_days_they_mean_only_given
     week = analyze("How many books did I read two weeks ago?", now=date(2023, 6, 17)).terms
     assert [t for t in week if t.startswith("d")] == [f"d202305{d:02d}" for d in range(29, 32)] + [
         f"d202306{d:02d}" for d in range(1, 5)]
+
+
+@pytest.mark.parametrize("query", [
+    "I'm planning another trip to New York. Can you remind me of that vegan eatery you recommended?",
+    "You mentioned a few language apps last week. Which one had offline lessons?",
+    "I was going through our previous conversation about binaural beats: how many subjects were in the study?",
+    "What was the name of the book you suggested for my flight?",
+])
+def test_a_question_about_the_assistants_earlier_words_asks_for_a_reply(query):
+    assert asks_for_a_reply(query)
+
+
+@pytest.mark.parametrize("query", [
+    "When did Caroline go to the LGBTQ support group?",
+    "What did Melanie say about her kids?",
+    "How many music albums have I bought?",
+    "Did you know that I moved to Lisbon? Where should I eat tonight?",
+])
+def test_a_question_about_the_user_or_others_does_not(query):
+    assert not asks_for_a_reply(query)
