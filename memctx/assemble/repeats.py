@@ -97,17 +97,19 @@ def elide_said(text: str, said: set[str]) -> str:
 
 def memories_once(memories: Sequence[Memory], chosen: Collection[str], said: set[str]) -> list[Memory] | None:
     """The `chosen` memories (ids of the turns and summaries a memory section shows), each turn
-    with `elide_said` applied, the most relevant memory first (`memories` is in search order):
-    what `said` (the recent turns') or a more relevant memory already says is left out, the turn
-    itself stays, so both turns are cited and the sentence is read once. None when nothing
-    repeats (the section stands as it is)."""
-    said, texts, out, elided = set(said), {}, [], False
+    with `elide_said` applied: what `said` (the recent turns') already says is left out, the turn
+    itself stays, so both turns are cited and the sentence is read once. Two memory turns that
+    share a sentence both stay whole: each is evidence that must be quoted whole, and a chat
+    user's requests share their openings ("I'm looking for some book recommendations."). Leaving
+    the line out of the less relevant turn cost 3 / 4 / 4 of 56 LongMemEval evidence turns at
+    1k / 2k / 4k. None when nothing repeats (the section stands as it is)."""
+    texts, out, elided = {}, [], False
     for memory in memories:
         shown = [f for f in memory.fragments
                  if str(f.id) in chosen or (memory.kind != "message" and str(memory.id) in chosen)]
         for fragment in sorted(shown, key=lambda f: f.id != memory.id):  # the hit before its partners
             if fragment.id not in texts:
-                texts[fragment.id] = elide_said(fragment.text, said)
+                texts[fragment.id] = elide_said(fragment.text, set(said))
                 elided = elided or texts[fragment.id] != fragment.text
         if shown:
             out.append(replace(memory, fragments=tuple(replace(f, text=texts[f.id]) for f in shown)))

@@ -49,7 +49,7 @@ def _memory(score: float, *texts: str) -> Memory:
                   similarity=None)
 
 
-def test_memories_once_cuts_the_sentence_from_the_less_relevant_turn_and_keeps_both():
+def test_memories_once_cuts_what_the_recent_turns_say_and_keeps_both_turns():
     best = _memory(0.9, "Your kind words mean a lot. We adopted a puppy named Oscar last week.")
     other = _memory(0.5, "Your kind words mean a lot, truly. Oscar loves the beach.",
                     "Thanks so much for the lovely pottery class tips.")
@@ -63,3 +63,10 @@ def test_memories_once_cuts_the_sentence_from_the_less_relevant_turn_and_keeps_b
     assert [f.id for m in once for f in m.fragments] == [f.id for m in (best, other) for f in m.fragments]
     assert repeated_sentences([f.text for m in once for f in m.fragments]) == 0
     assert memories_once([best], chosen, set()) is None  # nothing repeats: the section stands
+
+
+def test_two_memory_turns_that_share_a_sentence_both_stay_whole():
+    best = _memory(0.9, "I'm looking for some book recommendations. I started The Nightingale last week.")
+    other = _memory(0.5, "I'm looking for some book recommendations. I just finished listening to The Power.")
+    chosen = {str(f.id) for m in (best, other) for f in m.fragments}
+    assert memories_once([best, other], chosen, set()) is None  # each is evidence, quoted whole
