@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Iterable
 
-from memctx.dates import named_dates, relative_dates
+from memctx.dates import RelativeDate, named_dates, relative_dates
 from memctx.words import STOPWORDS, bare_words
 
 # What carries no topic in a query: the stop words, and question scaffolding ("what did she
@@ -64,14 +64,18 @@ def analyze(text: str, speakers: Iterable[str] = (), now: date | None = None) ->
     known = {s.lower(): s for s in speakers if s}
     seen: dict[str, None] = {}
     named: dict[str, None] = {}
-    for lower in bare_words(text):
+    relative = relative_dates(text, now) if now else ()
+    words = text
+    for found in relative:  # "10 days ago" is searched as the day it means, not as "10", "days", "ago"
+        words = words.replace(found.phrase, " ")
+    for lower in bare_words(words):
         if lower in known:
             named[known[lower]] = None
             continue
         if lower in _FILLER or len(lower) < 2 and not lower.isdigit():
             continue
         seen.setdefault(lower, None)
-    for term in said_terms(text) + (relative_terms(text, now) if now else []):
+    for term in said_terms(text) + (relative_terms(relative) if relative else []):
         seen.setdefault(term, None)
     return QueryAnalysis(text=text, terms=tuple(seen), speakers=tuple(named),
                          temporal=bool(_TEMPORAL.search(text)), dense_text=first_person(text, named))
@@ -94,11 +98,12 @@ def said_terms(text: str) -> list[str]:
 DAY_TERMS = 14
 
 
-def relative_terms(text: str, now: date) -> list[str]:
-    """The said-date terms (see `said_terms`) of the relative dates `text` says, resolved against
-    `now`: "yesterday" asked on 4 June 2023 → 'd20230603'; "last month" → 'm202305'."""
+def relative_terms(relative: Iterable[RelativeDate]) -> list[str]:
+    """The said-date terms (see `said_terms`) of relative dates resolved against the day a query is
+    asked (`memctx.dates.relative_dates`): "yesterday" asked on 4 June 2023 → 'd20230603'; "last
+    month" → 'm202305'."""
     terms: list[str] = []
-    for found in relative_dates(text, now):
+    for found in relative:
         days = (found.last - found.first).days + 1
         if days <= DAY_TERMS:
             terms += [f"d{found.first + timedelta(days=i):%Y%m%d}" for i in range(days)]

@@ -47,6 +47,15 @@ def test_relative_dates_of_a_query_are_searched_as_the_days_they_mean_only_given
         f"d202306{d:02d}" for d in range(1, 5)]
 
 
+def test_the_words_of_a_resolved_relative_date_are_not_searched_as_words():
+    from datetime import date
+
+    question = "What kitchen appliance did I buy 10 days ago?"
+    asked = analyze(question, now=date(2023, 3, 25)).terms
+    assert asked == ("kitchen", "appliance", "buy", "d20230315")  # "10", "days", "ago" match everything
+    assert {"10", "days", "ago"} <= set(analyze(question).terms)  # unresolved, they are all the query has
+
+
 @pytest.mark.parametrize("query", [
     "I'm planning another trip to New York. Can you remind me of that vegan eatery you recommended?",
     "You mentioned a few language apps last week. Which one had offline lessons?",
