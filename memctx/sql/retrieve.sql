@@ -292,7 +292,9 @@ turns as materialized (
 -- (Shared block.) The full-text list from the matching turns only (the GIN index under the
 -- scope's filter, at most k_match per term) instead of every turn of the scope: the same BM25.
 -- The scope's size n and mean length come from its conversations' counters (message_count and
--- lexeme_count, kept by the insert trigger), so no other turn's tsvector is read. A time range
+-- lexeme_count, kept by the insert trigger), and a match's length from its row's count
+-- (`lexemes`, migration 0025; null in a row stored before it, whose tsvector is counted), so no
+-- tsvector is read: each sits out of line in the TOAST table. A time range
 -- takes part of the conversations: then n is their message_count (`scope_size`, which search.py
 -- reads to choose this block) and the mean length that of the range's 1,000 latest turns. A turn
 -- scores only if it or a neighbour matches, so smoothing spreads each match's score to seq ± 1.
@@ -305,13 +307,14 @@ stats as (
              and (%(conversation_id)s::uuid is null or c.id = %(conversation_id)s::uuid)) c
    where %(since)s::timestamptz is null and %(until)s::timestamptz is null
   union all
-  select %(scope_size)s::float8, greatest(avg(length(t.tsv)), 1)::float8
-    from (select m.tsv from scope m order by m.conversation_id desc, m.seq desc limit 1000) t
+  select %(scope_size)s::float8, greatest(avg(t.len), 1)::float8
+    from (select coalesce(m.lexemes, length(m.tsv)) as len from scope m
+           order by m.conversation_id desc, m.seq desc limit 1000) t
   having %(since)s::timestamptz is not null or %(until)s::timestamptz is not null
 ), matches as materialized (
   select q.q, t.id, t.conversation_id, t.seq, t.len
     from terms q
-   cross join lateral (select m.id, m.conversation_id, m.seq, length(m.tsv) as len
+   cross join lateral (select m.id, m.conversation_id, m.seq, coalesce(m.lexemes, length(m.tsv)) as len
                          from scope m where m.tsv @@ q.q limit %(k_match)s) t
 ), bm25 as (
   select x.conversation_id, x.seq,
