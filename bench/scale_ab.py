@@ -4,7 +4,9 @@ Times get_working_context at 2,000 tokens (user scope and conversation scope) fo
 long conversation and for 200 ordinary users' conversations (the picks and queries of scale.py),
 once with the settings as they are (A) and once with `--set` applied to the memory search's
 options (B), alternating A and B call by call in a shuffled order, so that both arms see the
-same machine load. Prints p50 / p95 of each arm and B's ratios to A.
+same machine load. Prints p50 / p95 of each arm and B's ratios to A. With `--database-b`, arm B
+reads another database of the same server holding the same rows (a copy made with `create
+database … template …`, then changed: a migration's backfill, say), with or without `--set`.
 
     MEMCTX_HOME=/tmp/scale-home python bench/scale_ab.py --database memctx_scale_real \\
         --a parallel_workers=None --set parallel_workers=0 --queries 60 --rounds 3
@@ -18,6 +20,7 @@ import os
 import random
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
@@ -56,18 +59,22 @@ def main() -> None:
     parser.add_argument("--database", default="memctx_scale")
     parser.add_argument("--a", type=option, action="append", default=[], help="arm A's SearchOptions name=value")
     parser.add_argument("--set", type=option, action="append", default=[], help="arm B's SearchOptions name=value")
+    parser.add_argument("--database-b", help="arm B's database (a copy of --database's rows); default: --database")
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--source", type=Path,
                         default=Path(__file__).resolve().parent.parent.parent / "shared/bench/locomo/locomo-dev.json")
     args = parser.parse_args()
-    url = make_conninfo(db.database_url(Settings()), dbname=args.database)
-    settings = Settings(database_url=url, pool_min_size=2, pool_max_size=4)
-    with open_app(settings) as app:
-        base = SearchOptions.from_settings(settings)
+    databases = {"A": args.database, "B": args.database_b or args.database}
+    settings = {arm: Settings(database_url=make_conninfo(db.database_url(Settings()), dbname=name), pool_min_size=2,
+                              pool_max_size=4) for arm, name in databases.items()}
+    with ExitStack() as stack:
+        app = stack.enter_context(open_app(settings["A"]))
+        apps = {"A": app, "B": app if databases["B"] == databases["A"] else stack.enter_context(open_app(settings["B"]))}
+        base = SearchOptions.from_settings(settings["A"])
         arms = {"A": replace(base, **dict(args.a)), "B": replace(base, **{**dict(args.a), **dict(args.set)})}
-        assemblers = {k: ContextAssembler(app.pool, app.counter, MemorySearch(app.pool, app.embedder, o),
-                                          ContextOptions.from_settings(settings)) for k, o in arms.items()}
+        assemblers = {k: ContextAssembler(apps[k].pool, app.counter, MemorySearch(apps[k].pool, app.embedder, o),
+                                          ContextOptions.from_settings(settings[k])) for k, o in arms.items()}
         queries = realistic.queries(realistic.Source.read(args.source), args.queries)
         with app.pool.connection() as conn:
             heavy = [tuple(conn.execute("select user_id, id from memctx.conversations where user_id = %s "
@@ -92,7 +99,8 @@ def main() -> None:
                         t = time.perf_counter()
                         assembler.get_working_context(user, conversation, query, 2000, options=options)
                         times[(key, arm)].append((time.perf_counter() - t) * 1000)
-    report = {"a": dict(args.a), "b": dict(args.set), "load_average": [round(x, 2) for x in os.getloadavg()]}
+    report = {"a": dict(args.a), "b": dict(args.set), "databases": databases,
+              "load_average": [round(x, 2) for x in os.getloadavg()]}
     for key in calls:
         a, b = pct(times[(key, "A")]), pct(times[(key, "B")])
         report[key] = {"A": a, "B": b, "p50_ratio": round(b["p50_ms"] / a["p50_ms"], 2),

@@ -247,13 +247,15 @@ dense as (
 )
 
 -- name: search_lexical_terms
--- (Shared block.) The query's terms, one tsquery each. BM25 with binary term frequency: rare
--- words weigh more than common ones (ts_rank_cd weighs every query word alike), longer turns
--- are damped.
+-- (Shared block.) The query's terms, one tsquery each, numbered (`term`: a key that hashes,
+-- where grouping thousands of matches by tsquery sorts them). BM25 with binary term frequency:
+-- rare words weigh more than common ones (ts_rank_cd weighs every query word alike), longer
+-- turns are damped.
 terms as (
-  select distinct x.q
-    from unnest(%(terms)s::text[]) as t(word), lateral (select to_tsquery('english', t.word) as q) x
-   where numnode(x.q) > 0
+  select d.q, row_number() over () as term
+    from (select distinct x.q
+            from unnest(%(terms)s::text[]) as t(word), lateral (select to_tsquery('english', t.word) as q) x
+           where numnode(x.q) > 0) d
 )
 
 -- name: search_lexical_exact
@@ -268,12 +270,12 @@ turns as materialized (
 ), stats as (
   select count(*)::float8 as n, greatest(avg(length(t.tsv)), 1)::float8 as avglen from turns t
 ), matches as (
-  select q.q, t.id, length(t.tsv) as len from terms q join turns t on t.tsv @@ q.q
+  select q.term, t.id, length(t.tsv) as len from terms q join turns t on t.tsv @@ q.q
 ), bm25 as (
   select x.id,
          sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * x.len / s.avglen))) as score
     from matches x
-    join (select q, count(*)::float8 as df from matches group by q) d on d.q = x.q
+    join (select term, count(*)::float8 as df from matches group by term) d on d.term = x.term
    cross join stats s
    group by x.id
 ), lexical as (
@@ -292,7 +294,9 @@ turns as materialized (
 -- (Shared block.) The full-text list from the matching turns only (the GIN index under the
 -- scope's filter, at most k_match per term) instead of every turn of the scope: the same BM25.
 -- The scope's size n and mean length come from its conversations' counters (message_count and
--- lexeme_count, kept by the insert trigger), so no other turn's tsvector is read. A time range
+-- lexeme_count, kept by the insert trigger), and a match's length from its row's count
+-- (`lexemes`, migration 0025; null in a row stored before it, whose tsvector is counted), so no
+-- tsvector is read: each sits out of line in the TOAST table. A time range
 -- takes part of the conversations: then n is their message_count (`scope_size`, which search.py
 -- reads to choose this block) and the mean length that of the range's 1,000 latest turns. A turn
 -- scores only if it or a neighbour matches, so smoothing spreads each match's score to seq ± 1.
@@ -305,19 +309,20 @@ stats as (
              and (%(conversation_id)s::uuid is null or c.id = %(conversation_id)s::uuid)) c
    where %(since)s::timestamptz is null and %(until)s::timestamptz is null
   union all
-  select %(scope_size)s::float8, greatest(avg(length(t.tsv)), 1)::float8
-    from (select m.tsv from scope m order by m.conversation_id desc, m.seq desc limit 1000) t
+  select %(scope_size)s::float8, greatest(avg(t.len), 1)::float8
+    from (select coalesce(m.lexemes, length(m.tsv)) as len from scope m
+           order by m.conversation_id desc, m.seq desc limit 1000) t
   having %(since)s::timestamptz is not null or %(until)s::timestamptz is not null
 ), matches as materialized (
-  select q.q, t.id, t.conversation_id, t.seq, t.len
+  select q.term, t.id, t.conversation_id, t.seq, t.len
     from terms q
-   cross join lateral (select m.id, m.conversation_id, m.seq, length(m.tsv) as len
+   cross join lateral (select m.id, m.conversation_id, m.seq, coalesce(m.lexemes, length(m.tsv)) as len
                          from scope m where m.tsv @@ q.q limit %(k_match)s) t
 ), bm25 as (
   select x.conversation_id, x.seq,
          sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * x.len / s.avglen))) as score
     from matches x
-    join (select q, count(*)::float8 as df from matches group by q) d on d.q = x.q
+    join (select term, count(*)::float8 as df from matches group by term) d on d.term = x.term
    cross join stats s
    group by x.conversation_id, x.seq
 ), lexical_spread as (

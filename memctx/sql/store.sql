@@ -82,6 +82,24 @@ select m.id, m.user_id, m.conversation_id, m.created_at, binary_quantize(m.embed
  where m.embedding is not null
     on conflict do nothing
 
+-- name: conversations_without_lexemes
+-- The conversations holding messages stored before migration 0025 (a null lexeme count), for
+-- `fill_message_lexemes`: one scan of the messages table, across users.
+select distinct m.user_id, m.conversation_id
+  from memctx.messages m
+ where m.lexemes is null
+
+-- name: fill_message_lexemes
+-- The lexeme counts of one conversation's messages stored before migration 0025: setting the
+-- count fires the trigger messages_lexemes, which counts the row's text (a null count is never
+-- kept). Each row updated is a new row version in every index of messages, HNSW included, so
+-- one conversation per transaction.
+update memctx.messages m
+   set lexemes = null
+ where m.user_id = %(user_id)s
+   and m.conversation_id = %(conversation_id)s
+   and m.lexemes is null
+
 -- name: forget_user_keys
 with k as (delete from memctx.api_keys where user_id = %(user_id)s returning id)
 select count(*) as api_keys from k

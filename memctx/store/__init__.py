@@ -6,6 +6,6 @@ transaction. What happens next (outbox → dispatch → catch-up → board → l
 `memctx.pipeline`.
 """
 
-from memctx.store.messages import DEFAULT_USER, MessageStore, PreparedMessage, UnknownConversation
+from memctx.store.messages import DEFAULT_USER, MessageStore, PreparedMessage, UnknownConversation, fill_lexeme_counts
 
-__all__ = ["DEFAULT_USER", "MessageStore", "PreparedMessage", "UnknownConversation"]
+__all__ = ["DEFAULT_USER", "MessageStore", "PreparedMessage", "UnknownConversation", "fill_lexeme_counts"]

@@ -300,7 +300,7 @@ begin
          lexeme_count = c.lexeme_count + n.lexemes,
          last_message_at = greatest(coalesce(c.last_message_at, n.last_at), n.last_at)
     from (select r.conversation_id, r.user_id, max(r.seq) as last_seq, count(*) as added,
-                 coalesce(sum(length(r.tsv)), 0) as lexemes, max(r.created_at) as last_at
+                 coalesce(sum(r.lexemes), 0) as lexemes, max(r.created_at) as last_at
             from new_rows r
            group by r.conversation_id, r.user_id) n
    where c.id = n.conversation_id
@@ -391,6 +391,26 @@ begin
     perform pg_notify('memctx_outbox', conv.conversation_id::text);
   end loop;
   return null;
+end
+$$;
+
+
+--
+-- Name: messages_lexemes(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.messages_lexemes() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+  if tg_op = 'UPDATE' and old.lexemes is not null
+     and new.text is not distinct from old.text and new.created_at is not distinct from old.created_at then
+    new.lexemes := old.lexemes;
+  else
+    new.lexemes := pg_catalog.length(memctx.message_tsv(new.text, new.created_at));
+  end if;
+  return new;
 end
 $$;
 
@@ -509,6 +529,7 @@ CREATE TABLE memctx.messages (
     inserted_at timestamp with time zone DEFAULT now() NOT NULL,
     metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
     tsv tsvector GENERATED ALWAYS AS (memctx.message_tsv(text, created_at)) STORED,
+    lexemes integer,
     CONSTRAINT messages_content_check CHECK ((jsonb_typeof(content) = 'array'::text)),
     CONSTRAINT messages_role_check CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text, 'tool'::text, 'agent'::text, 'observer'::text]))),
     CONSTRAINT messages_token_count_check CHECK ((token_count >= 0))
@@ -1350,6 +1371,15 @@ CREATE TRIGGER messages_drop_passages AFTER UPDATE OF text ON memctx.messages FO
 --
 
 CREATE TRIGGER messages_enqueue AFTER INSERT ON memctx.messages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memctx.messages_enqueue();
+
+
+--
+-- Name: messages messages_lexemes; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER messages_lexemes BEFORE INSERT OR UPDATE ON memctx.messages FOR EACH ROW EXECUTE FUNCTION memctx.messages_lexemes();
+
+ALTER TABLE memctx.messages ENABLE ALWAYS TRIGGER messages_lexemes;
 
 
 --

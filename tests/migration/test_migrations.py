@@ -300,3 +300,35 @@ def test_0023_gives_stored_messages_their_codes_and_new_ones_get_theirs_on_inser
         conn.execute(insert, (conv, ["new"], ["[-0.1,0.2,-0.3]"]))
         conn.commit()
         assert conn.execute(codes).fetchall()[-1] == {"text": "new", "bits": "010"}
+
+
+def test_0025_leaves_stored_messages_uncounted_and_counts_new_ones(empty_db, tmp_path):
+    """Each message's lexeme count (read by BM25 instead of its out-of-line tsvector): the
+    migration rewrites no stored row (their count stays null, read as length(tsv)); a new
+    message, and an edited one, get the length of their tsvector, and 0016's per-conversation
+    sum follows the counts."""
+    for m in discover():
+        if m.version < 25:
+            (tmp_path / m.path.name).write_text(m.sql)
+    user = uuid.uuid4()
+    insert = ("insert into memctx.messages (conversation_id, role, content, text, created_at) "
+              "select %s, 'user', '[]'::jsonb, t, '2023-06-03 10:00+00' from unnest(%s::text[]) t")
+    rows = "select text, lexemes, length(tsv) as stored from memctx.messages order by seq"
+    with _conn(empty_db) as conn:
+        migrate(conn, tmp_path)
+        configure_embedding_space(conn, "test-model", 3)
+        conv = conn.execute("insert into memctx.conversations (user_id) values (%s) returning id", (user,)).fetchone()["id"]
+        conn.execute(insert, (conv, ["We hiked the Dolomites in June", ""]))
+        conn.commit()
+        (tmp_path / "0025_x.sql").write_text(next(m.sql for m in discover() if m.version == 25))
+        assert [m.version for m in migrate(conn, tmp_path)] == [25]
+        assert conn.execute(rows).fetchall() == [{"text": "We hiked the Dolomites in June", "lexemes": None, "stored": 6},
+                                                 {"text": "", "lexemes": None, "stored": 0}]
+        conn.execute(insert, (conv, ["Kayaking at sunset"]))
+        conn.execute("update memctx.messages set text = 'We hiked' where text like 'We hiked%%'")
+        conn.commit()
+        assert conn.execute(rows).fetchall() == [{"text": "We hiked", "lexemes": 4, "stored": 4},
+                                                 {"text": "", "lexemes": None, "stored": 0},
+                                                 {"text": "Kayaking at sunset", "lexemes": 5, "stored": 5}]
+        assert conn.execute("select lexeme_count from memctx.conversations where id = %s",
+                            (conv,)).fetchone()["lexeme_count"] == 6 + 5  # inserts add their counts
