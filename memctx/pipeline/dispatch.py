@@ -5,7 +5,8 @@ Owns: the dispatcher (LISTENs on `memctx_outbox`, claims pending outbox rows wit
 periodically for rows whose NOTIFY was missed or whose claim expired, queues idle conversations
 for their long-term summary, embeds a batch of superseded summaries left without an embedding,
 and reports the backlog), `run_job`, the one function a worker's actor calls, and `IdleBackfill`,
-which embeds that backlog while a worker process has no job. It does not know the broker: jobs
+which embeds that backlog, then counts the lexemes of messages stored before migration 0025,
+while a worker process has no job. It does not know the broker: jobs
 leave through a `send` callable.
 
 Correctness does not rest on the queue: a job brings its conversation fully up to date from the
@@ -28,7 +29,7 @@ from memctx import db, metrics
 from memctx.pipeline import catchup, embedding, longterm
 from memctx.app import App
 from memctx.sql import QUERIES
-from memctx.store import UnknownConversation
+from memctx.store import UnknownConversation, fill_lexeme_counts
 from memctx.summarize.types import Summarizer
 
 log = logging.getLogger(__name__)
@@ -145,12 +146,13 @@ def backlog(app: App) -> Backlog:
 
 
 def backfill_batch(app: App) -> int:
-    """One batch of the summary-embedding backfill; a failure is counted, never raised."""
+    """One batch of the idle backfill: summaries to embed, or else messages stored before
+    migration 0025 to count the lexemes of; a failure is counted, never raised."""
     try:
-        return embedding.backfill_summary_embeddings(app)
+        return embedding.backfill_summary_embeddings(app) or fill_lexeme_counts(app.pool, batches=1)
     except Exception:
         metrics.FAILURES.labels(kind="backfill").inc()
-        log.exception("summary embedding backfill failed")
+        log.exception("idle backfill failed")
         return 0
 
 
@@ -180,7 +182,8 @@ class _Loop:
 
 
 class IdleBackfill(_Loop):
-    """Embeds superseded summaries, one small batch at a time, while this process runs no job.
+    """Embeds superseded summaries, then counts the lexemes of messages stored before 0025, one
+    small batch at a time, while this process runs no job.
 
     Every worker process runs one; the advisory locks of the backfill keep them apart. A job that
     starts meanwhile waits for no one: it shares the cores with at most one batch.

@@ -82,23 +82,29 @@ select m.id, m.user_id, m.conversation_id, m.created_at, binary_quantize(m.embed
  where m.embedding is not null
     on conflict do nothing
 
--- name: conversations_without_lexemes
--- The conversations holding messages stored before migration 0025 (a null lexeme count), for
--- `fill_message_lexemes`: one scan of the messages table, across users.
-select distinct m.user_id, m.conversation_id
+-- name: user_without_lexemes
+-- A user with messages stored before migration 0025 (a null lexeme count), for
+-- `fill_message_lexemes`, found through 0025's partial index, which holds only those rows.
+select m.user_id
   from memctx.messages m
  where m.lexemes is null
+ limit 1
 
 -- name: fill_message_lexemes
--- The lexeme counts of one conversation's messages stored before migration 0025: setting the
--- count fires the trigger messages_lexemes, which counts the row's text (a null count is never
--- kept). Each row updated is a new row version in every index of messages, HNSW included, so
--- one conversation per transaction.
+-- The lexeme counts of up to `limit` of one user's messages stored before migration 0025; rows
+-- another filler holds are skipped. Setting the count fires the trigger messages_lexemes, which
+-- counts the row's text (a null count is never kept). Each row updated may be a new row version
+-- in every index of messages, HNSW included, so a batch is small.
 update memctx.messages m
    set lexemes = null
- where m.user_id = %(user_id)s
-   and m.conversation_id = %(conversation_id)s
-   and m.lexemes is null
+  from (select r.id
+          from memctx.messages r
+         where r.user_id = %(user_id)s
+           and r.lexemes is null
+         limit %(limit)s
+           for update skip locked) x
+ where m.id = x.id
+   and m.user_id = %(user_id)s
 
 -- name: forget_user_keys
 with k as (delete from memctx.api_keys where user_id = %(user_id)s returning id)

@@ -5,7 +5,7 @@ transaction per batch), reading them, deleting a conversation and forgetting a u
 takes the acting user's id; another user's id is indistinguishable from an unknown one. Writes
 take an optional open connection so that a caller (bulk ingest) can make many of them one
 transaction; without one, each write is its own transaction. `fill_lexeme_counts` counts the
-lexemes of messages stored before migration 0025 (an operator's step, across users).
+lexemes of messages stored before migration 0025 (across users; the idle worker calls it).
 It does not summarize or search (`memctx.summarize`, `memctx.retrieve` do).
 """
 
@@ -271,17 +271,20 @@ class MessageStore:
             return [dict(r) for r in conn.execute(QUERIES["conversation_stats"], {"user_id": user_id})]
 
 
-def fill_lexeme_counts(pool: ConnectionPool) -> int:
-    """Count the lexemes of the messages stored before migration 0025, one conversation per
-    transaction; returns the messages counted. Their full-text search then reads the count in
-    the row instead of the tsvector (the same BM25); each row rewritten costs an entry in every
-    index of messages (436 s for a 200,000-message table, then a VACUUM), so this is an
-    operator's step, safe to interrupt and run again while the application serves."""
-    with pool.connection() as conn:
-        conversations = conn.execute(QUERIES["conversations_without_lexemes"]).fetchall()
-    counted = 0
-    for c in conversations:
+def fill_lexeme_counts(pool: ConnectionPool, *, batch: int = 500, batches: int | None = None) -> int:
+    """Count the lexemes of messages stored before migration 0025, `batch` messages per
+    transaction, until none is left or after `batches` batches; returns the messages counted.
+    Their full-text search then reads the count in the row instead of the tsvector (the same
+    BM25). Each row rewritten may cost an entry in every index of messages (436 s for a whole
+    200,000-message table, then a VACUUM), so the worker does it while idle, one batch at a time
+    (memctx.pipeline.dispatch.IdleBackfill); safe to interrupt, and to run in several processes."""
+    counted, done = 0, 0
+    while batches is None or done < batches:
         with pool.connection() as conn:
-            counted += conn.execute(QUERIES["fill_message_lexemes"], {
-                "user_id": c["user_id"], "conversation_id": c["conversation_id"]}).rowcount
+            user = conn.execute(QUERIES["user_without_lexemes"]).fetchone()
+            n = 0 if user is None else conn.execute(QUERIES["fill_message_lexemes"], {
+                "user_id": user["user_id"], "limit": batch}).rowcount
+        counted, done = counted + n, done + 1
+        if n == 0:
+            break
     return counted

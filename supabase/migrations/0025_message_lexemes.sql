@@ -22,12 +22,16 @@
 -- that no longer fits its page is a new row version in every index, HNSW included: 436 s for
 -- 200,000 messages, then a 39 s VACUUM; adding the count as a stored generated column instead
 -- rewrites the table and rebuilds every index: 226 s for 200,000 messages, reads and writes
--- blocked throughout. memctx.store.fill_lexeme_counts fills them one conversation per
--- transaction, for an operator who wants the old rows fast too.
+-- blocked throughout. So the worker fills them while it is idle, a small batch at a time
+-- (memctx.store.fill_lexeme_counts, found through the partial index below, which empties as
+-- they are counted); nobody has to run anything.
 --
 -- BM25's mean length (0016's conversations.lexeme_count) is summed from the same counts.
 
 alter table memctx.messages add column lexemes integer;
+
+-- The rows still to count (only rows stored before this migration: the trigger counts every new one).
+create index messages_lexemes_missing_idx on memctx.messages (user_id, conversation_id) where lexemes is null;
 
 create function memctx.messages_lexemes() returns trigger
 language plpgsql

@@ -1,11 +1,13 @@
 """Each message's length in lexemes kept in its row (migration 0025): whoever writes the message,
 the count is its tsvector's, so the full-text list's BM25 reads it instead of the out-of-line
 tsvector and ranks exactly as before; rows stored before the migration (no count) rank the same,
-and fill_lexeme_counts gives them theirs."""
+and the idle worker (fill_lexeme_counts) gives them theirs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -14,6 +16,7 @@ import psycopg
 import pytest
 
 from memctx.models import NewMessage
+from memctx.pipeline.dispatch import IdleBackfill
 from memctx.retrieve import SearchOptions
 from memctx.retrieve.lexical import analyze
 from memctx.retrieve.queries import SEARCH_QUERIES
@@ -133,3 +136,33 @@ def test_rows_without_a_count_rank_the_same_and_fill_lexeme_counts_counts_them(a
     with app.pool.connection() as conn:
         assert _checked(conn, user) == 1800 and _checked(conn, other) == 50
     assert rankings() == counted
+
+
+def test_an_idle_worker_counts_the_rows_stored_before_0025(app):
+    """Nobody runs a command: the worker's idle backfill counts the old rows, batch by batch."""
+    user = uuid.uuid4()
+    conv = app.store.create_conversation(user)
+    app.store.append_messages(user, conv.id, [NewMessage.build("user", f"turn {i} about gardens and tomatoes") for i in range(30)])
+    with psycopg.connect(app.url) as conn:  # as a database migrated with these rows in it leaves them
+        conn.execute("alter table memctx.messages disable trigger messages_lexemes")
+        conn.execute("update memctx.messages set lexemes = null")
+        conn.execute("alter table memctx.messages enable always trigger messages_lexemes")
+    idle = dataclasses.replace(app, settings=app.settings.model_copy(update={"backfill_idle_s": 0.0,
+                                                                             "sweep_interval_s": 0.2}))
+    backfill = IdleBackfill(idle)
+    thread = backfill.start()
+    try:
+        deadline = time.monotonic() + 30
+        while _missing(app) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        backfill.stop()
+        thread.join(5)
+    assert _missing(app) == 0
+    with app.pool.connection() as conn:
+        assert _checked(conn, user) == 30
+
+
+def _missing(app) -> int:
+    with app.pool.connection() as conn:
+        return conn.execute("select count(*) as n from memctx.messages where lexemes is null").fetchone()["n"]

@@ -1164,6 +1164,13 @@ CREATE INDEX messages_embedding_hnsw ON memctx.messages USING hnsw (embedding pu
 
 
 --
+-- Name: messages_lexemes_missing_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX messages_lexemes_missing_idx ON memctx.messages USING btree (user_id, conversation_id) WHERE (lexemes IS NULL);
+
+
+--
 -- Name: messages_unembedded_idx; Type: INDEX; Schema: memctx; Owner: -
 --
 

@@ -33,7 +33,7 @@ ACROSS_USERS = {
     "locked_unembedded_summaries": "re-reads the rows that claim locked, of any users",
     "unembedded_summary_count": "the backfill's backlog, of everyone or of one conversation",
     "fill_message_codes": "a bulk import's last step: the codes of every message it wrote with triggers off",
-    "conversations_without_lexemes": "fill_lexeme_counts finds the conversations stored before 0025, of every user",
+    "user_without_lexemes": "the idle backfill finds a user with messages stored before 0025",
 }
 
 _KEYWORDS = ("where|on|set|order|group|limit|join|left|right|cross|using|returning|values|select|for|inner|"
