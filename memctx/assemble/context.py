@@ -129,7 +129,15 @@ class ContextAssembler:
         self._recall(draft, rows, opts, memories)
         # Each thing once: the summaries and board lines leave out what the turns shown say, and
         # what a correction replaced.
+        said_before = draft.current_tokens
         draft.current_messages, draft.current_tokens = self._say_once(draft.items, draft.recalled, memories, replaced)
+        if said_before - draft.current_tokens >= FREED_TOKENS:
+            # what the current context no longer says goes to the memories, and the current
+            # context then leaves out what the memories added say too
+            draft.memory_budget += said_before - draft.current_tokens
+            self._recall(draft, rows, opts, memories)
+            draft.current_messages, draft.current_tokens = self._say_once(draft.items, draft.recalled, memories,
+                                                                          replaced)
         draft.cuts += draft.recalled.cuts
         messages = draft.messages(system, ask)
         total = messages_tokens(self.counter, messages)
@@ -387,6 +395,10 @@ class ContextAssembler:
 # the pool, not this, limits concurrent searches.
 _SEARCHES = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-search")
 
+
+# Tokens the current context must free by saying each thing once before the memories are filled
+# again with them: about a short turn's line.
+FREED_TOKENS = 20
 
 # The memories' share at which a partner turn ranked within the search's pair_rank comes along
 # with its hit; below it the rank it needs shrinks in proportion.

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memctx.assemble import ContextOptions, assembler_for
+from memctx.assemble.context import FREED_TOKENS
 from memctx.tokens import messages_tokens
 from memctx.assemble.repeats import key, repeated_sentences, sentences
 from memctx.models import NewMessage
@@ -99,6 +100,20 @@ def test_each_thing_is_said_once(app, budget):
     for query in ("Which restaurants should we book for dinner?", "When do we land and what is the budget?"):
         wc = assembler_for(app).get_working_context(user, conv.id, query, budget)
         assert repeated_sentences(wc.messages) == 0, wc.text
+
+
+@pytest.mark.parametrize("budget", [400, 700, 1000])
+def test_what_saying_each_thing_once_frees_goes_to_the_memories(app, budget):
+    """The current context leaves out what the memories say after they are chosen: the tokens it
+    frees are the memories' too, not left unused."""
+    user = uuid.uuid4()
+    conv = _trip(app, user, repeat=4)
+    catch_up(app, user, conv.id)
+    wc = assembler_for(app).get_working_context(user, conv.id, "When do we land and what is the budget?", budget)
+    sections = {s.name: s for s in wc.sections}
+    fixed = sections["system"].tokens + sections["query"].tokens
+    assert sections["memories"].budget + sections["current"].tokens > budget - fixed - FREED_TOKENS, wc.sections
+    assert wc.tokens <= budget and repeated_sentences(wc.messages) == 0
 
 
 DEMO = Path(__file__).resolve().parents[2] / "memctx" / "data" / "demo.jsonl"
