@@ -37,7 +37,14 @@ class EncodingUnavailable(RuntimeError):
 
 
 class TiktokenCounter:
-    """A `TokenCounter` over one tiktoken encoding."""
+    """A `TokenCounter` over one tiktoken encoding.
+
+    Its counts add up over lines (`lines_add_up`): a text's count is the sum of the counts of its
+    pieces split after each line break that a non-space character follows. tiktoken encodes each
+    piece of its pre-tokenizer apart, and in every tiktoken encoding's pattern such a line break
+    ends a piece (a line break only ever ends a piece of punctuation or joins a run of spaces)."""
+
+    lines_add_up = True
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
         self.name = encoding

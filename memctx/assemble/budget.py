@@ -6,6 +6,7 @@ Owns: the packing rules and the budget's split between sections; what a chat mes
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Generic, Iterable, TypeVar
@@ -21,20 +22,30 @@ class BudgetTooSmall(ValueError):
     """The system prompt and the query alone do not fit the budget."""
 
 
+# Where a text splits into lines whose counts add up (`TiktokenCounter.lines_add_up`).
+_LINE_STARTS = re.compile(r"(?<=\n)(?=\S)")
+
+
 class CachedCounter:
     """A `TokenCounter` that remembers the counts of recent texts (turns and summaries recur
-    across calls and across the fitting loop); bounded, thread-safe enough for a cache."""
+    across calls and across the fitting loop); bounded, thread-safe enough for a cache. Over a
+    counter whose counts add up over lines, a new text of several lines is counted as the sum of
+    its lines, which recur (a section assembled anew on every call is made of lines counted
+    before)."""
 
     def __init__(self, counter: TokenCounter, size: int = 50_000) -> None:
         self.name = counter.name
         self._counter = counter
         self._cache: OrderedDict[str, int] = OrderedDict()
         self._size = size
+        self._by_lines = bool(getattr(counter, "lines_add_up", False))
 
     def count(self, text: str) -> int:
         hit = self._cache.get(text)
         if hit is None:
-            hit = self._cache[text] = self._counter.count(text)
+            lines = _LINE_STARTS.split(text) if self._by_lines and "\n" in text else ()
+            hit = self._cache[text] = (sum(self.count(line) for line in lines) if len(lines) > 1
+                                       else self._counter.count(text))
             if len(self._cache) > self._size:
                 try:
                     self._cache.popitem(last=False)

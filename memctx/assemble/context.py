@@ -15,6 +15,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Literal, Mapping, Protocol, Sequence
 from uuid import UUID
 from weakref import WeakKeyDictionary
@@ -185,7 +186,7 @@ class ContextAssembler:
         (`memory_budget`), and what the memories leave goes back to the current context before
         anything of it stays dropped. (Recent turns are never memory hits, so a wider current
         context cannot repeat a memory.) Last, each sentence once across the quoted turns."""
-        hidden = {str(t["id"]) for t in draft.items.turns} | said_already(memories, _said(draft.items.turns))
+        hidden = {t["id"] for t in draft.items.turns} | said_already(memories, _said(draft.items.turns))
         draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter, replies=draft.replies)
         wider = draft.current_tokens + draft.memory_budget - draft.recalled.tokens
         if draft.cuts and wider > draft.current_share:
@@ -193,8 +194,8 @@ class ContextAssembler:
             if refit[3] > draft.current_tokens:
                 draft.current_share, draft.memory_budget = wider, draft.recalled.tokens
                 draft.items, draft.cuts, draft.current_messages, draft.current_tokens = refit
-                back = {str(t["id"]) for t in draft.items.turns}
-                if back & {str(s.id) for s in draft.recalled.sources}:  # a turn put back was a memory: once is enough
+                back = {t["id"] for t in draft.items.turns}
+                if back & {s.id for s in draft.recalled.sources}:  # a turn put back was a memory: once is enough
                     hidden = back | said_already(memories, _said(draft.items.turns))
                     draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter,
                                                    replies=draft.replies)
@@ -224,7 +225,7 @@ class ContextAssembler:
                 min(int((budget - fixed) * opts.external_share), room))
             timings["external"] = _ms(t0)
         others = [m for m in memories if m.conversation_id != conversation] if opts.scope == "user" else []
-        shown = {str(t["id"]) for t in history.turns} | said_already(others, _said(history.turns))
+        shown = {t["id"] for t in history.turns} | said_already(others, _said(history.turns))
         replies = asks_for_a_reply(ask["content"])
         recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies)
         recalled = self._memories_once(others, recalled, shown, _said(history.turns), room - external_tokens,
@@ -248,11 +249,11 @@ class ContextAssembler:
         return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total, sections=sections,
                               sources=sources, cuts=cuts, timings_ms=timings, external=report)
 
-    def _memories_once(self, memories: Sequence[Memory], recalled: MemorySection, shown: set[str], said: set[str],
+    def _memories_once(self, memories: Sequence[Memory], recalled: MemorySection, shown: set[UUID], said: set[str],
                        budget: int, replies: bool) -> MemorySection:
         """The memory section with each sentence of five words or more once (`memories_once`):
         the same memories, repacked (they cost less now, so all still fit), and the same cuts."""
-        once = memories_once(memories, {str(s.id) for s in recalled.sources}, said)
+        once = memories_once(memories, {s.id for s in recalled.sources}, said)
         if once is None:
             return recalled
         packed = fill_memories(once, shown, budget, self.counter, replies=replies)
@@ -264,9 +265,9 @@ class ContextAssembler:
         (in place); its messages and tokens."""
         # The memories' sentences from their turns' texts (cached per turn), not from the section's
         # text, which is new on every call.
-        texts = {str(f.id): f.text for m in memories for f in m.fragments} | {
-            str(m.id): m.text for m in memories if m.kind != "message"}
-        said = set().union(_said(items.turns), replaced, *(keys(texts.get(str(s.id), "")) for s in recalled.sources))
+        texts = {f.id: f.text for m in memories for f in m.fragments} | {
+            m.id: m.text for m in memories if m.kind != "message"}
+        said = set().union(_said(items.turns), replaced, *(keys(texts.get(s.id, "")) for s in recalled.sources))
         items.say_once(said, {str(t["id"]) for t in items.turns}
                        | {str(s.id) for s in recalled.sources if s.kind == "message"})
         messages = items.messages()
@@ -279,21 +280,24 @@ class ContextAssembler:
         if not items.corrections:
             return memories, set()
         fragments = [f for m in memories for f in m.fragments]
-        statements = [*(Statement(f.who, s, str(f.id), f.seq) for f in fragments for s in turn_sentences(f.text)),
+        ids = {f.id: str(f.id) for f in fragments}  # the turns' ids as the board's sources name them
+        people = {c.who for c in items.corrections}  # a correction replaces only what its person said
+        statements = [*(Statement(f.who, s, ids[f.id], f.seq) for f in fragments if f.who in people
+                        for s in turn_sentences(f.text)),
                       *items.summary_statements()]
-        seqs = {**{str(f.id): f.seq for f in fragments if f.seq is not None},
+        seqs = {**{ids[f.id]: f.seq for f in fragments if f.seq is not None},
                 **{str(t["id"]): t["last_seq"] for t in items.turns}}
         said, turns = superseded(items.corrections, statements, seqs)
         if not turns:
             return memories, said
-        times = {**{str(f.id): f.time for f in fragments}, **{str(t["id"]): t["created_at"] for t in items.turns}}
+        times = {**{ids[f.id]: f.time for f in fragments}, **{str(t["id"]): t["created_at"] for t in items.turns}}
 
         def note(correction: Correction) -> str:
             return replaced_note(correction, min((times[s] for s in correction.sources if times.get(s)), default=None))
 
-        return [replace(m, fragments=tuple(replace(f, text=f.text + note(turns[str(f.id)])) if str(f.id) in turns
+        return [replace(m, fragments=tuple(replace(f, text=f.text + note(turns[ids[f.id]])) if ids[f.id] in turns
                                            else f for f in m.fragments))
-                if any(str(f.id) in turns for f in m.fragments) else m for m in memories], said
+                if any(ids[f.id] in turns for f in m.fragments) else m for m in memories], said
 
     def _fixed_section(self, name: str, message: dict[str, str]) -> SectionReport:
         tokens = message_tokens(self.counter, message["role"], message["content"])
@@ -470,15 +474,15 @@ def _said(turns: Sequence[Mapping[str, Any]]) -> set[str]:
     return {k for t in turns for k in keys(t["content"])}
 
 
-def said_already(memories: Sequence[Memory], said: set[str]) -> set[str]:
+def said_already(memories: Sequence[Memory], said: set[str]) -> set[UUID]:
     """The ids of the memories' turns whose every sentence of five words or more `said` holds:
     showing them again would add nothing."""
-    out: set[str] = set()
+    out: set[UUID] = set()
     for memory in memories:
         for fragment in memory.fragments:
             ks = keys(fragment.text)
             if ks and ks <= said:
-                out.add(str(fragment.id))
+                out.add(fragment.id)
     return out
 
 
@@ -490,15 +494,25 @@ def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 3)
 
 
-def extractive_compressor(counter: TokenCounter) -> Compressor:
-    """Seed 003's compression of older turns, with the extractive summarizer."""
+def extractive_compressor(counter: TokenCounter, cache_size: int = 1_024) -> Compressor:
+    """Seed 003's compression of older turns, with the extractive summarizer. The summary is a
+    function of the turns alone (ids, roles, speakers, texts, seqs, times and their zones: all of
+    them are its cache key, so an edited turn is summarized anew) and of the length; the same older half
+    recurs on every call until the conversation moves on, so it is kept (`cache_size` entries)."""
     summarizer = ExtractiveSummarizer(counter)
 
-    def compress(turns: Sequence[Mapping[str, Any]], max_tokens: int) -> str | None:
-        sources = [SourceText(id=t["id"], kind="message", role=t["role"], speaker=t["speaker"], text=t["content"],
-                              first_seq=t["last_seq"], last_seq=t["last_seq"], created_at=t["created_at"])
-                   for t in turns]
+    @lru_cache(maxsize=cache_size)
+    def summary(turns: tuple[tuple[Any, ...], ...], max_tokens: int) -> str | None:
+        sources = [SourceText(id=id, kind="message", role=role, speaker=speaker, text=text, first_seq=seq,
+                              last_seq=seq, created_at=created_at)
+                   for id, role, speaker, text, seq, created_at, _ in turns]
         return summarizer.summarize(sources, level=1, is_master=False, max_tokens=max_tokens).content or None
+
+    def compress(turns: Sequence[Mapping[str, Any]], max_tokens: int) -> str | None:
+        # A time's zone is in the key too: equal instants in two zones compare equal, but may
+        # fall on different days.
+        return summary(tuple((t["id"], t["role"], t["speaker"], t["content"], t["last_seq"], t["created_at"],
+                              getattr(t["created_at"], "tzinfo", None)) for t in turns), max_tokens)
 
     return compress
 

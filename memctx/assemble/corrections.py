@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from memctx.assemble.repeats import key, sentences
 from memctx.summarize import detect
@@ -41,17 +42,28 @@ class Statement:
 
 
 def corrections_of(items: Any) -> list[Correction]:
-    """The corrections among a stored board section's items."""
+    """The corrections among a stored board section's items. Only a correction's sources are
+    read: the rest is decided on its text and person (`_correcting`, cached)."""
     out: list[Correction] = []
     for raw in items or []:
-        item = BoardItem.from_json(raw)
-        if item is None:
+        text = BoardItem.text_of(raw)
+        if text is None:
             continue
-        item = unprefixed(item)
-        if item.group and detect.is_correction(item.text):
-            out.append(Correction(item.group, item.text, frozenset(str(s.id) for s in item.sources),
-                                  frozenset(said_slots(item.text))))
+        group = raw.get("group") if isinstance(raw, Mapping) else None
+        if _correcting(text, str(group) if group else None) is None:
+            continue
+        item = unprefixed(BoardItem.from_json(raw))
+        out.append(Correction(item.group, item.text, frozenset(str(s.id) for s in item.sources),
+                              frozenset(said_slots(item.text))))
     return out
+
+
+@lru_cache(maxsize=4_096)
+def _correcting(text: str, group: str | None) -> str | None:
+    """The person of a board item (its `text` and `group`) that corrects, None when it does not
+    (cached: a board's constraints are read on every call)."""
+    item = unprefixed(BoardItem(text, group=group))
+    return item.group if item.group and detect.is_correction(item.text) else None
 
 
 @lru_cache(maxsize=4_096)
@@ -82,11 +94,11 @@ def superseded(corrections: Sequence[Correction], statements: Iterable[Statement
                 continue
             if st.seq is not None and at is not None and st.seq >= at:
                 continue
-            k, slots, corrects = _profile(st.text)
-            if k is None or corrects:
+            k = key(st.text)
+            if k is None:
                 continue
-            overlap = len(correction.slots & slots)
-            if overlap:
+            overlap = len(correction.slots & _slots(st.text))
+            if overlap and not _corrects(st.text):  # a correction itself is never replaced
                 scored.append((overlap, k, st))
         if not scored:
             continue
@@ -100,15 +112,22 @@ def superseded(corrections: Sequence[Correction], statements: Iterable[Statement
 
 
 @lru_cache(maxsize=65_536)
-def _profile(sentence: str) -> tuple[str | None, frozenset[str], bool]:
-    """A sentence's key, its words by slot, and whether it is a correction itself (cached: the
-    same turns are weighed for every correction and on every call)."""
-    return key(sentence), frozenset(said_slots(sentence)), detect.is_correction(sentence)
+def _slots(sentence: str) -> frozenset[str]:
+    """A sentence's words by slot (cached: the same turns are weighed for every correction and on
+    every call)."""
+    return frozenset(said_slots(sentence))
+
+
+@lru_cache(maxsize=65_536)
+def _corrects(sentence: str) -> bool:
+    """Whether a sentence is a correction itself (cached, as `_slots`; asked only of the sentences
+    that share a slot with a correction)."""
+    return detect.is_correction(sentence)
 
 
 @lru_cache(maxsize=65_536)
 def turn_sentences(text: str) -> tuple[str, ...]:
-    """The sentences of a turn (cached, as `_profile`)."""
+    """The sentences of a turn (cached, as `_slots`)."""
     return tuple(sentences(text))
 
 

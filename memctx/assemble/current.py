@@ -8,8 +8,9 @@ items until it fits. It reports every cut.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 from uuid import UUID
 
 from memctx.assemble.corrections import Correction, Statement, corrections_of, summary_statements

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
+from uuid import UUID
 
 from memctx.assemble.render import (GAP, MEMORY_HEADER, Line, gap_between, memory_groups, memory_section, session_header,
                                    session_key, summary_line, turn_line)
@@ -120,11 +121,11 @@ class _Packing:
     line, which has none. The final exact count of the message is the guard."""
 
     counter: TokenCounter
-    shown: set[str]  # message ids already in the context (current turns, chosen fragments)
+    shown: set[UUID]  # message ids already in the context (current turns, chosen fragments)
     tokens: int  # the message's tokens with the chosen memories (an upper bound by at most one)
     chosen: dict[int, tuple[Memory, list[Fragment]]] = field(default_factory=dict)
     seqs: dict[Any, list[int]] = field(default_factory=dict)  # session key → the seqs shown under it, sorted
-    excerpts: dict[str, int] = field(default_factory=dict)  # message id shown as an excerpt → its memory's rank
+    excerpts: dict[UUID, int] = field(default_factory=dict)  # message id shown as an excerpt → its memory's rank
 
     def line(self, text: str) -> int:
         return self.counter.count(text + "\n")
@@ -145,24 +146,26 @@ class _Packing:
 
     def upgrades(self, fragments: Sequence[Fragment]) -> list[Fragment]:
         """The whole turns among `fragments` that are shown as excerpts so far."""
-        return [f for f in fragments if f.excerpt_of is None and str(f.id) in self.excerpts]
+        if not self.excerpts:
+            return []
+        return [f for f in fragments if f.excerpt_of is None and f.id in self.excerpts]
 
     def upgrade_cost(self, whole: Fragment) -> int:
         """Tokens that showing the excerpted turn `whole` whole instead adds."""
         return self.line(turn_line(whole)) - self.line(turn_line(self._excerpt(whole)))
 
     def _excerpt(self, whole: Fragment) -> Fragment:
-        _, fragments = self.chosen[self.excerpts[str(whole.id)]]
+        _, fragments = self.chosen[self.excerpts[whole.id]]
         return next(f for f in fragments if f.id == whole.id)
 
     def add(self, rank: int, memory: Memory, fragments: list[Fragment], cost: int,
             upgrades: Sequence[Fragment] = ()) -> None:
         for whole in upgrades:  # the excerpt's line becomes the whole turn's, where it stands
-            _, shown = self.chosen[self.excerpts.pop(str(whole.id))]
+            _, shown = self.chosen[self.excerpts.pop(whole.id)]
             shown[:] = [whole if f.id == whole.id else f for f in shown]
         self.chosen[rank] = (memory, fragments)
-        self.shown.update(str(f.id) for f in fragments)
-        self.excerpts.update((str(f.id), rank) for f in fragments if f.excerpt_of is not None)
+        self.shown.update(f.id for f in fragments)
+        self.excerpts.update((f.id, rank) for f in fragments if f.excerpt_of is not None)
         for fragment in fragments:
             _insert(self.seqs.setdefault(session_key(fragment), []), fragment.seq)
         self.tokens += cost
@@ -171,9 +174,9 @@ class _Packing:
         """Drop the least relevant chosen memory; its rank."""
         rank = max(self.chosen)
         _, fragments = self.chosen.pop(rank)
-        self.shown.difference_update(str(f.id) for f in fragments)
+        self.shown.difference_update(f.id for f in fragments)
         for f in fragments:
-            self.excerpts.pop(str(f.id), None)
+            self.excerpts.pop(f.id, None)
         return rank
 
     def groups(self) -> list[list[Line]]:
@@ -190,7 +193,7 @@ def _insert(seqs: list[int], seq: int | None) -> int:
     return gap_between(before, seq) + gap_between(seq, after) - gap_between(before, after)
 
 
-def fill_memories(memories: Sequence[Memory], shown: set[str], budget: int, counter: TokenCounter, *,
+def fill_memories(memories: Sequence[Memory], shown: Collection[UUID], budget: int, counter: TokenCounter, *,
                   replies: bool = False) -> MemorySection:
     """Fill the memory section best first within `budget` tokens (its whole message, exact).
 
@@ -204,7 +207,7 @@ def fill_memories(memories: Sequence[Memory], shown: set[str], budget: int, coun
     offered = offers(memories, replies)
     memories = [memory for memory, _ in offered]
     for rank, (memory, kept) in enumerate(offered):
-        fragments = [f for f in kept if str(f.id) not in packing.shown]
+        fragments = [f for f in kept if f.id not in packing.shown]
         upgrades = packing.upgrades(kept)
         if memory.kind == "message" and not fragments and not upgrades:
             continue

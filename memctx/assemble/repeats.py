@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import replace
 from functools import lru_cache
 from typing import Collection, Iterable, Mapping, Sequence
+from uuid import UUID
 
 from memctx.retrieve.types import Memory
 
@@ -75,7 +76,7 @@ def elide_said(text: str, said: set[str]) -> str:
     """`text` with "…" for each run of sentences whose words `said` holds; what it keeps is added
     to `said`. For a turn quoted as evidence: the reader sees that something was left out. A text
     with nothing said already comes back as it was."""
-    if not keys(text) & said and len(keys(text)) == sum(1 for k in map(key, sentences(text)) if k):
+    if not keys(text) & said and _distinct(text):
         said.update(keys(text))
         return text
     lines: list[str] = []
@@ -95,7 +96,13 @@ def elide_said(text: str, said: set[str]) -> str:
     return "\n".join(lines)
 
 
-def memories_once(memories: Sequence[Memory], chosen: Collection[str], said: set[str]) -> list[Memory] | None:
+@lru_cache(maxsize=65_536)
+def _distinct(text: str) -> bool:
+    """Whether no sentence of five words or more says what another of `text` says."""
+    return len(keys(text)) == sum(1 for k in map(key, sentences(text)) if k)
+
+
+def memories_once(memories: Sequence[Memory], chosen: Collection[UUID], said: set[str]) -> list[Memory] | None:
     """The `chosen` memories (ids of the turns and summaries a memory section shows), each turn
     with `elide_said` applied: what `said` (the recent turns') already says is left out, the turn
     itself stays, so both turns are cited and the sentence is read once. Two memory turns that
@@ -103,17 +110,23 @@ def memories_once(memories: Sequence[Memory], chosen: Collection[str], said: set
     user's requests share their openings ("I'm looking for some book recommendations."). Leaving
     the line out of the less relevant turn cost 3 / 4 / 4 of 56 LongMemEval evidence turns at
     1k / 2k / 4k. None when nothing repeats (the section stands as it is)."""
-    texts, out, elided = {}, [], False
+    texts, picked, elided = {}, [], False
     for memory in memories:
         shown = [f for f in memory.fragments
-                 if str(f.id) in chosen or (memory.kind != "message" and str(memory.id) in chosen)]
+                 if f.id in chosen or (memory.kind != "message" and memory.id in chosen)]
         for fragment in sorted(shown, key=lambda f: f.id != memory.id):  # the hit before its partners
             if fragment.id not in texts:
-                texts[fragment.id] = elide_said(fragment.text, set(said))
+                # A text none of whose sentences `said` holds stays as it is (`elide_said`'s own
+                # first case), without copying `said`.
+                texts[fragment.id] = (fragment.text if not keys(fragment.text) & said and _distinct(fragment.text)
+                                      else elide_said(fragment.text, set(said)))
                 elided = elided or texts[fragment.id] != fragment.text
         if shown:
-            out.append(replace(memory, fragments=tuple(replace(f, text=texts[f.id]) for f in shown)))
-    return out if elided else None
+            picked.append((memory, shown))
+    if not elided:
+        return None
+    return [replace(memory, fragments=tuple(f if texts[f.id] == f.text else replace(f, text=texts[f.id])
+                                            for f in shown)) for memory, shown in picked]
 
 
 def repeated_sentences(messages: Sequence[Mapping[str, str]] | Iterable[str]) -> int:

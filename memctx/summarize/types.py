@@ -7,9 +7,10 @@ trip), and the `Summarizer` protocol. No logic beyond construction and serializa
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal, Mapping, Protocol, Sequence
+from typing import Any, Literal, Protocol
 from uuid import UUID
 
 from memctx.models import Message, Summary

@@ -27,6 +27,48 @@ def test_cached_counter_counts_like_the_real_one():
         assert cached.count(text) == COUNTER.count(text)
 
 
+# Line ends that tiktoken's pieces cross (blank lines, indented or space-led lines, "\r\n",
+# punctuation before a break) and the memory section's own shape.
+MULTILINE = [
+    "Memory:\n[Session 3, 8 May 2023]\n- Caroline: I went to the support group yesterday.\n…\n- Melanie: Wow!",
+    "a\n\nb", "x.\n\n\n  y\nz", "foo \n bar\nbaz\n", "1234\n5678", "\n\nHello\n- item\n",
+    "héllo\n¿qué?\n日本語\n", "a\r\nb\n\tc\n\u00a0d\ne\x1cf\n\x1cg", "end.\n\n", "(a)\n[b]\n{c}\n'd'\n\"e\"",
+    "ok!!!\n???\n...\n—dash\n", "   \n   \nword\n",
+]
+
+
+def test_cached_counter_counts_a_text_of_many_lines_like_the_real_one():
+    cached = CachedCounter(COUNTER)
+    for text in MULTILINE:
+        assert cached.count(text) == COUNTER.count(text), repr(text)
+        assert cached.count(text) == COUNTER.count(text), repr(text)  # and from its cache
+
+
+class _Tally:
+    """A counter that records the texts it is asked to count."""
+
+    name = COUNTER.name
+    lines_add_up = True
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.asked.append(text)
+        return COUNTER.count(text)
+
+
+def test_a_new_section_of_known_lines_is_counted_from_its_lines():
+    tally = _Tally()
+    cached = CachedCounter(tally)
+    lines = ["Memory:", "- Caroline: I went to the support group yesterday.", "- Melanie: Wow, that's brave."]
+    for line in lines[:2]:
+        cached.count(line + "\n")
+    section = "\n".join(lines)
+    assert cached.count(section) == COUNTER.count(section)
+    assert tally.asked[2:] == [lines[2]]  # only the new line went to the tokenizer
+
+
 def _turn(seq: int, text: str, role: str = "user") -> dict:
     return {"kind": "message", "id": uuid4(), "level": None, "is_master": None, "content": text, "first_seq": seq,
             "last_seq": seq, "token_count": COUNTER.count(text), "role": role, "external_id": f"D1:{seq}",

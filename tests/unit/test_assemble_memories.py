@@ -66,7 +66,7 @@ def test_sources_name_every_turn_line_in_reading_order():
 
 def test_turns_already_in_the_context_are_not_repeated():
     shown, new = _turn(1, 1, "My dog is a border collie."), _turn(1, 2, "What is his name?", "Melanie")
-    section = fill_memories([_memory(shown, new), _memory(shown)], {str(shown.id)}, 1000, COUNTER)
+    section = fill_memories([_memory(shown, new), _memory(shown)], {shown.id}, 1000, COUNTER)
     assert _lines(section) == ["[15 May 2023]", "Melanie: What is his name?"]
     assert [s.id for s in section.sources] == [new.id]
 

@@ -54,7 +54,7 @@ def test_memories_once_cuts_what_the_recent_turns_say_and_keeps_both_turns():
     other = _memory(0.5, "Your kind words mean a lot, truly. Oscar loves the beach.",
                     "Thanks so much for the lovely pottery class tips.")
     recent = {key("Thanks so much for the lovely pottery class tips.")}
-    chosen = {str(f.id) for m in (best, other) for f in m.fragments}
+    chosen = {f.id for m in (best, other) for f in m.fragments}
     once = memories_once([best, other], chosen, recent)
     assert [f.text for m in once for f in m.fragments] == [
         "Your kind words mean a lot. We adopted a puppy named Oscar last week.",
@@ -68,5 +68,5 @@ def test_memories_once_cuts_what_the_recent_turns_say_and_keeps_both_turns():
 def test_two_memory_turns_that_share_a_sentence_both_stay_whole():
     best = _memory(0.9, "I'm looking for some book recommendations. I started The Nightingale last week.")
     other = _memory(0.5, "I'm looking for some book recommendations. I just finished listening to The Power.")
-    chosen = {str(f.id) for m in (best, other) for f in m.fragments}
+    chosen = {f.id for m in (best, other) for f in m.fragments}
     assert memories_once([best, other], chosen, set()) is None  # each is evidence, quoted whole
