@@ -7,6 +7,7 @@ options (B), alternating A and B call by call in a shuffled order, so that both 
 same machine load. Prints p50 / p95 of each arm and B's ratios to A. With `--database-b`, arm B
 reads another database of the same server holding the same rows (a copy made with `create
 database … template …`, then changed: a migration's backfill, say), with or without `--set`.
+`--calls` times only some of the four calls (the user-wide ones, say: heavy_user,ordinary_user).
 
     MEMCTX_HOME=/tmp/scale-home python bench/scale_ab.py --database memctx_scale_real \\
         --a parallel_workers=None --set parallel_workers=0 --queries 60 --rounds 3
@@ -49,12 +50,16 @@ def option(text: str) -> tuple[str, object]:
     return name, parsed
 
 
+CALLS = ("heavy_user", "heavy_conversation", "ordinary_user", "ordinary_conversation")
+
+
 def pct(values: list[float]) -> dict:
     return {"p50_ms": round(float(np.percentile(values, 50)), 1), "p95_ms": round(float(np.percentile(values, 95)), 1),
             "n": len(values)}
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, refused with a usage error when `--calls` names a call that does not exist."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database", default="memctx_scale")
     parser.add_argument("--a", type=option, action="append", default=[], help="arm A's SearchOptions name=value")
@@ -62,9 +67,18 @@ def main() -> None:
     parser.add_argument("--database-b", help="arm B's database (a copy of --database's rows); default: --database")
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--calls", type=lambda text: text.split(","), default=list(CALLS),
+                        help=f"the calls timed, comma-separated, of {','.join(CALLS)}; default: all")
     parser.add_argument("--source", type=Path,
                         default=Path(__file__).resolve().parent.parent.parent / "shared/bench/locomo/locomo-dev.json")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if unknown := set(args.calls) - set(CALLS):
+        parser.error(f"unknown calls: {', '.join(sorted(unknown))} (of {', '.join(CALLS)})")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     databases = {"A": args.database, "B": args.database_b or args.database}
     settings = {arm: Settings(database_url=make_conninfo(db.database_url(Settings()), dbname=name), pool_min_size=2,
                               pool_max_size=4) for arm, name in databases.items()}
@@ -83,7 +97,7 @@ def main() -> None:
                 "select user_id, id from memctx.conversations where user_id <> %s order by md5(id::text) limit 200",
                 (realistic.HEAVY_USER,))]
         calls = {f"{who}_{scope}": (picks, scope) for who, picks in (("heavy", heavy), ("ordinary", ordinary))
-                 for scope in ("user", "conversation")}
+                 for scope in ("user", "conversation") if f"{who}_{scope}" in args.calls}
         for assembler in assemblers.values():  # warm up: embedder session, pool, caches
             for i in range(10):
                 assembler.get_working_context(*ordinary[i], queries[i % len(queries)], 2000)
