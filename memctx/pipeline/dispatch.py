@@ -3,11 +3,11 @@
 Owns: the dispatcher (LISTENs on `memctx_outbox`, claims pending outbox rows with
 `FOR UPDATE SKIP LOCKED`, coalesces them into one job per conversation, sweeps on start and
 periodically for rows whose NOTIFY was missed or whose claim expired, queues idle conversations
-for their long-term summary, embeds a batch of superseded summaries left without an embedding,
-and reports the backlog), `run_job`, the one function a worker's actor calls, and `IdleBackfill`,
-which embeds that backlog, then counts the lexemes of messages stored before migration 0025,
-while a worker process has no job. It does not know the broker: jobs
-leave through a `send` callable.
+for their long-term summary, runs a batch of the backfill (superseded summaries left without an
+embedding, or messages stored before migration 0025 left without a lexeme count), and reports the
+backlog), `run_job`, the one function a worker's actor calls, and `IdleBackfill`, which works
+through that backfill while a worker process has no job. It does not know the broker: jobs leave
+through a `send` callable.
 
 Correctness does not rest on the queue: a job brings its conversation fully up to date from the
 database (memctx.catchup.catch_up), so a lost, duplicated or repeated job costs time, never
@@ -242,7 +242,7 @@ class Dispatcher(_Loop):
 
     def sweep(self) -> int:
         """Queue idle conversations for closing, claim whatever is pending or expired, purge old rows,
-        embed one backfill batch of superseded summaries (after dispatching: jobs come first)."""
+        run one batch of the idle backfill (`backfill_batch`; after dispatching: jobs come first)."""
         settings = self.app.settings
         with self.app.pool.connection() as conn:
             conn.execute(QUERIES["enqueue_idle_closes"], {"idle_s": settings.idle_close_minutes * 60, "limit": 1000})
