@@ -138,14 +138,26 @@ def test_pgvector_is_installed_outside_the_memctx_schema(empty_db):
         assert conn.execute("show search_path").fetchone()["search_path"].startswith("memctx")
 
 
-def test_0005_derives_text_of_existing_rows_and_removes_writes_into_another_users_conversation(empty_db, tmp_path):
+def _migrated_before(conn, tmp_path, version: int) -> None:
+    """A database as a deployment left it before `version`: only the migrations before it (copied
+    into `tmp_path`, where `_apply` adds that one), and a 3-dimensional embedding space."""
     for m in discover():
-        if m.version < 5:
+        if m.version < version:
             (tmp_path / m.path.name).write_text(m.sql)
+    migrate(conn, tmp_path)
+    configure_embedding_space(conn, "test-model", 3)
+
+
+def _apply(conn, tmp_path, version: int) -> list[int]:
+    """Migration `version` applied to such a database; the versions applied."""
+    (tmp_path / f"{version:04d}_x.sql").write_text(next(m.sql for m in discover() if m.version == version))
+    return [m.version for m in migrate(conn, tmp_path)]
+
+
+def test_0005_derives_text_of_existing_rows_and_removes_writes_into_another_users_conversation(empty_db, tmp_path):
     a, b = uuid.uuid4(), uuid.uuid4()
     with _conn(empty_db) as conn:
-        migrate(conn, tmp_path)
-        configure_embedding_space(conn, "test-model", 3)
+        _migrated_before(conn, tmp_path, 5)
         conv_a = conn.execute("insert into memctx.conversations (user_id) values (%s) returning id", (a,)).fetchone()["id"]
         conv_b = conn.execute("insert into memctx.conversations (user_id) values (%s) returning id", (b,)).fetchone()["id"]
         # Before 0005 a plain-SQL insert of typed blocks stored empty text, and the worker embedded it.
@@ -159,8 +171,7 @@ def test_0005_derives_text_of_existing_rows_and_removes_writes_into_another_user
             conn.execute("insert into memctx.outbox (user_id, conversation_id, kind) values (%s, %s, 'summarize')", (b, conv))
             conn.execute("insert into memctx.summary_boards (conversation_id, user_id) values (%s, %s)", (conv, b))
         conn.commit()
-        (tmp_path / "0005_x.sql").write_text(next(m.sql for m in discover() if m.version == 5))
-        assert [m.version for m in migrate(conn, tmp_path)] == [5]
+        assert _apply(conn, tmp_path, 5) == [5]
         rows = conn.execute("select text, embedding is null as unembedded, token_count from memctx.messages order by seq").fetchall()
         assert rows == [{"text": "Booked the ferry", "unembedded": True, "token_count": None},  # the worker embeds it
                         {"text": "", "unembedded": True, "token_count": 0},
@@ -177,9 +188,6 @@ def test_0016_counts_the_lexemes_of_existing_and_new_messages(empty_db, tmp_path
     """BM25's mean length comes from conversations.lexeme_count (memctx/sql/retrieve.sql): the
     migration fills it from the stored messages, and the insert trigger keeps it, statement by
     statement, as it keeps message_count."""
-    for m in discover():
-        if m.version < 16:
-            (tmp_path / m.path.name).write_text(m.sql)
     user = uuid.uuid4()
     insert = ("insert into memctx.messages (conversation_id, role, content, text) "
               "select %s, 'user', '[]'::jsonb, t from unnest(%s::text[]) t")
@@ -192,15 +200,13 @@ def test_0016_counts_the_lexemes_of_existing_and_new_messages(empty_db, tmp_path
         return [(rows[c]["lexeme_count"], rows[c]["message_count"]) for c in convs]
 
     with _conn(empty_db) as conn:
-        migrate(conn, tmp_path)
-        configure_embedding_space(conn, "test-model", 3)
+        _migrated_before(conn, tmp_path, 16)
         convs = [conn.execute("insert into memctx.conversations (user_id) values (%s) returning id", (user,)).fetchone()["id"]
                  for _ in range(3)]
         conn.execute(insert, (convs[0], ["We hiked the Dolomites in June", "The jazz concert was loud", ""]))
         conn.execute(insert, (convs[1], ["Sourdough again, third loaf this week"]))
         conn.commit()
-        (tmp_path / "0016_x.sql").write_text(next(m.sql for m in discover() if m.version == 16))
-        assert [m.version for m in migrate(conn, tmp_path)] == [16]
+        assert _apply(conn, tmp_path, 16) == [16]
         assert counts(conn) == [(6, 3), (4, 1), (0, 0)]  # hike, dolomit, june, jazz, concert, loud; ...
         conn.execute(insert, (convs[0], ["Kayaking at sunset", "ok"]))
         conn.execute(insert, (convs[2], ["The museum opens late on Fridays"]))
@@ -211,24 +217,19 @@ def test_0016_counts_the_lexemes_of_existing_and_new_messages(empty_db, tmp_path
 def test_0017_gives_existing_messages_the_day_they_were_said_and_counts_their_lexemes_again(empty_db, tmp_path):
     """The rewritten tsvector carries the said day (three lexemes more per text message), and
     BM25's lexeme_count (0016) follows it, for the stored rows and for new ones."""
-    for m in discover():
-        if m.version < 17:
-            (tmp_path / m.path.name).write_text(m.sql)
     user = uuid.uuid4()
     insert = ("insert into memctx.messages (conversation_id, role, content, text, created_at) "
               "select %s, 'user', '[]'::jsonb, t, '2023-06-03 23:30+00' from unnest(%s::text[]) t")
     counted = ("select c.lexeme_count, (select sum(length(m.tsv)) from memctx.messages m "
                "where m.conversation_id = c.id) as stored from memctx.conversations c where c.id = %s")
     with _conn(empty_db) as conn:
-        migrate(conn, tmp_path)
-        configure_embedding_space(conn, "test-model", 3)
+        _migrated_before(conn, tmp_path, 17)
         conv = conn.execute("insert into memctx.conversations (user_id) values (%s) returning id", (user,)).fetchone()["id"]
         conn.execute(insert, (conv, ["We hiked the Dolomites in June", ""]))
         conn.commit()
         assert conn.execute(counted, (conv,)).fetchone() == {"lexeme_count": 3, "stored": 3}
         conn.commit()
-        (tmp_path / "0017_x.sql").write_text(next(m.sql for m in discover() if m.version == 17))
-        assert [m.version for m in migrate(conn, tmp_path)] == [17]
+        assert _apply(conn, tmp_path, 17) == [17]
         tsv = [r["tsv"] for r in conn.execute("select tsv::text as tsv from memctx.messages order by seq")]
         assert tsv == ["'d20230603':9 'dolomit':4 'hike':2 'june':6 'm06':8 'm202306':7", ""]
         assert conn.execute(counted, (conv,)).fetchone() == {"lexeme_count": 6, "stored": 6}
@@ -240,13 +241,9 @@ def test_0017_gives_existing_messages_the_day_they_were_said_and_counts_their_le
 def test_0022_asks_a_catch_up_of_the_conversations_stored_with_long_messages(empty_db, tmp_path):
     """What was stored before passages existed is cut by the worker: each conversation with a
     message over the default MEMCTX_PASSAGE_MIN_TOKENS gets one 'summarize' request, no other."""
-    for m in discover():
-        if m.version < 22:
-            (tmp_path / m.path.name).write_text(m.sql)
     user = uuid.uuid4()
     with _conn(empty_db) as conn:
-        migrate(conn, tmp_path)
-        configure_embedding_space(conn, "test-model", 3)
+        _migrated_before(conn, tmp_path, 22)
         convs = [conn.execute("insert into memctx.conversations (user_id) values (%s) returning id",
                               (user,)).fetchone()["id"] for _ in range(2)]
         for conv, tokens in ((convs[0], [30, 640, 700]), (convs[1], [30, 120])):
@@ -255,8 +252,7 @@ def test_0022_asks_a_catch_up_of_the_conversations_stored_with_long_messages(emp
                              "values (%s, 'assistant', 'a reply', %s)", (conv, n))
         conn.execute("update memctx.outbox set processed_at = now()")
         conn.commit()
-        (tmp_path / "0022_x.sql").write_text(next(m.sql for m in discover() if m.version == 22))
-        assert [m.version for m in migrate(conn, tmp_path)] == [22]
+        assert _apply(conn, tmp_path, 22) == [22]
         pending = conn.execute("select conversation_id, kind from memctx.outbox where processed_at is null").fetchall()
         assert pending == [{"conversation_id": convs[0], "kind": "summarize"}]
         message = conn.execute("select id from memctx.messages where token_count = 640").fetchone()["id"]
@@ -279,22 +275,17 @@ def test_0023_gives_stored_messages_their_codes_and_new_ones_get_theirs_on_inser
     """The sign-bit codes of the quantized search (message_codes): filled for the embedded
     messages a database already holds, then written by the insert trigger; none for a message
     without an embedding."""
-    for m in discover():
-        if m.version < 23:
-            (tmp_path / m.path.name).write_text(m.sql)
     user = uuid.uuid4()
     insert = ("insert into memctx.messages (conversation_id, role, content, text, embedding) "
               "select %s, 'user', '[]'::jsonb, t, e::vector from unnest(%s::text[], %s::text[]) x(t, e)")
     codes = ("select m.text, c.bits::text as bits from memctx.messages m left join memctx.message_codes c "
              "on c.message_id = m.id and c.user_id = m.user_id order by m.seq")
     with _conn(empty_db) as conn:
-        migrate(conn, tmp_path)
-        configure_embedding_space(conn, "test-model", 3)
+        _migrated_before(conn, tmp_path, 23)
         conv = conn.execute("insert into memctx.conversations (user_id) values (%s) returning id", (user,)).fetchone()["id"]
         conn.execute(insert, (conv, ["stored", "not embedded", ""], ["[0.5,-1,2]", None, None]))
         conn.commit()
-        (tmp_path / "0023_x.sql").write_text(next(m.sql for m in discover() if m.version == 23))
-        assert [m.version for m in migrate(conn, tmp_path)] == [23]
+        assert _apply(conn, tmp_path, 23) == [23]
         assert conn.execute(codes).fetchall() == [{"text": "stored", "bits": "101"}, {"text": "not embedded", "bits": None},
                                                   {"text": "", "bits": None}]
         conn.execute(insert, (conv, ["new"], ["[-0.1,0.2,-0.3]"]))
@@ -307,21 +298,16 @@ def test_0025_leaves_stored_messages_uncounted_and_counts_new_ones(empty_db, tmp
     migration rewrites no stored row (their count stays null, read as length(tsv)); a new
     message, and an edited one, get the length of their tsvector, and 0016's per-conversation
     sum follows the counts."""
-    for m in discover():
-        if m.version < 25:
-            (tmp_path / m.path.name).write_text(m.sql)
     user = uuid.uuid4()
     insert = ("insert into memctx.messages (conversation_id, role, content, text, created_at) "
               "select %s, 'user', '[]'::jsonb, t, '2023-06-03 10:00+00' from unnest(%s::text[]) t")
     rows = "select text, lexemes, length(tsv) as stored from memctx.messages order by seq"
     with _conn(empty_db) as conn:
-        migrate(conn, tmp_path)
-        configure_embedding_space(conn, "test-model", 3)
+        _migrated_before(conn, tmp_path, 25)
         conv = conn.execute("insert into memctx.conversations (user_id) values (%s) returning id", (user,)).fetchone()["id"]
         conn.execute(insert, (conv, ["We hiked the Dolomites in June", ""]))
         conn.commit()
-        (tmp_path / "0025_x.sql").write_text(next(m.sql for m in discover() if m.version == 25))
-        assert [m.version for m in migrate(conn, tmp_path)] == [25]
+        assert _apply(conn, tmp_path, 25) == [25]
         assert conn.execute(rows).fetchall() == [{"text": "We hiked the Dolomites in June", "lexemes": None, "stored": 6},
                                                  {"text": "", "lexemes": None, "stored": 0}]
         conn.execute(insert, (conv, ["Kayaking at sunset"]))
