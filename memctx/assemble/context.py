@@ -132,9 +132,9 @@ class ContextAssembler:
         # what a correction replaced.
         said_before = draft.current_tokens
         draft.current_messages, draft.current_tokens = self._say_once(draft.items, draft.recalled, memories, replaced)
-        if said_before - draft.current_tokens >= FREED_TOKENS:
-            # what the current context no longer says goes to the memories, and the current
-            # context then leaves out what the memories added say too
+        if draft.recalled.cuts and said_before - draft.current_tokens >= FREED_TOKENS:
+            # what the current context no longer says goes to the memories that were left out for
+            # room, and the current context then leaves out what they say too
             draft.memory_budget += said_before - draft.current_tokens
             self._recall(draft, rows, opts, memories)
             draft.current_messages, draft.current_tokens = self._say_once(draft.items, draft.recalled, memories,
