@@ -24,7 +24,7 @@ from memctx.retrieve.search import pool_size
 from memctx.sql import QUERIES
 from memctx.store import fill_lexeme_counts
 from memctx.store.ingest import ingest, parse_jsonl
-from test_retrieve_scale import TOPICS, WORDS, _load, _ranked
+from test_retrieve_scale import WORDS, _centers, _load, _ranked
 
 # the messages of a user whose stored count is not its tsvector's length (a null count included)
 WRONG = ("select count(*) filter (where m.lexemes is distinct from length(m.tsv)) as wrong, count(*) as n, "
@@ -109,8 +109,7 @@ def test_rows_without_a_count_rank_the_same_and_fill_lexeme_counts_counts_them(a
     the same, for a user, a conversation and a time range (whose mean length is read from the
     rows); fill_lexeme_counts then counts them, another user's rows untouched."""
     rng = np.random.default_rng(5)
-    centers = rng.standard_normal((TOPICS, 384))
-    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
+    centers = _centers(rng)
     user, other = uuid.uuid4(), uuid.uuid4()
     convs = _load(app, user, conversations=3, per=600, rng=rng, centers=centers)
     _load(app, other, conversations=1, per=50, rng=rng, centers=centers)

@@ -15,7 +15,7 @@ from memctx.retrieve import MemorySearch, SearchOptions
 from memctx.retrieve.queries import SEARCH_QUERIES
 from memctx.retrieve.search import choose_plan, pool_size
 from memctx.sql import QUERIES
-from test_retrieve_scale import TOPICS, _load, _ranked
+from test_retrieve_scale import TOPICS, _centers, _load, _ranked
 
 NOISE = 0.07
 
@@ -39,8 +39,7 @@ def _params(user, vec, opts: SearchOptions, scope_size: int):
 @pytest.fixture
 def loaded(app):
     rng = np.random.default_rng(29)
-    centers = rng.standard_normal((TOPICS, 384))
-    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
+    centers = _centers(rng)
     user = uuid.uuid4()
     # turns of one topic at cosine ~0.37 from each other, as related turns embed (test_retrieve_scale's
     # 0.35 makes every cosine ~0.04: noise that no pool could rank as the exact scan does)

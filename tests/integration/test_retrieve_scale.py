@@ -20,6 +20,12 @@ WORDS = ("pottery hiking dolomites budget jazz concert sourdough wedding collie 
 TOPICS = 40
 
 
+def _centers(rng) -> np.ndarray:
+    """TOPICS unit vectors, the topics turns are drawn around (`_load`)."""
+    centers = rng.standard_normal((TOPICS, 384))
+    return centers / np.linalg.norm(centers, axis=1, keepdims=True)
+
+
 def _load(app, user, conversations: int, per: int, rng, centers, noise: float = 0.35) -> list[uuid.UUID]:
     """Conversations of clustered vectors (a topic per stretch of turns, as in a real chat; `noise`
     per dimension around the topic's unit center) and texts of a few words from WORDS."""
@@ -39,8 +45,7 @@ def _load(app, user, conversations: int, per: int, rng, centers, noise: float = 
 @pytest.fixture
 def loaded(app):
     rng = np.random.default_rng(13)
-    centers = rng.standard_normal((TOPICS, 384))
-    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
+    centers = _centers(rng)
     user = uuid.uuid4()
     convs = _load(app, user, conversations=3, per=600, rng=rng, centers=centers)
     for _ in range(2):  # other users' rows: the index scan must skip them
