@@ -478,6 +478,8 @@ def said_already(memories: Sequence[Memory], said: set[str]) -> set[UUID]:
     """The ids of the memories' turns whose every sentence of five words or more `said` holds:
     showing them again would add nothing."""
     out: set[UUID] = set()
+    if not said:  # nothing said yet (a new conversation): every turn adds something
+        return out
     for memory in memories:
         for fragment in memory.fragments:
             ks = keys(fragment.text)

@@ -1,12 +1,13 @@
 """The memory-search queries, composed once from the named blocks of `memctx/sql/retrieve.sql`.
 
 Owns: filling the templates `search_conversation` and `search_user`, for each plan of `PLANS`,
+and `search_user_summaries`,
 with the blocks they share (the scope of `SCOPES`, the long messages' passages of `PASSAGES`,
 the dense and full-text blocks of the plan,
 `search_hits`, `search_message_rows`: the scope and its time range, the relevance lists, the
 hits and their neighbours, the rows returned) and with the per-signal SQL generated from
 `SIGNALS` (each candidate list's rows, the hits' rank columns). The result is constant SQL
-strings, built at import: still one round trip per search, EXPLAIN-able as printed. Runs
+strings, built at import: one round trip per statement, EXPLAIN-able as printed. Runs
 nothing; `memctx.retrieve.search` chooses the plan.
 """
 
@@ -61,8 +62,9 @@ def signal_sql(signals: Sequence[Signal]) -> dict[str, sql.Composable]:
         "candidates": candidates,
         "ranks": ranks,
         "hit_ranks": _join((sql.Identifier("hits", s.rank_column) for s in signals), ", "),
-        "summary_ranks": _join((sql.Identifier("sr", s.rank_column) if s.relevance else sql.SQL("null")
-                                for s in signals), ", "),
+        "summary_ranks": _join((sql.SQL("{} as {}").format(
+            sql.Identifier("sr", s.rank_column) if s.relevance else sql.SQL("null::bigint"),
+            sql.Identifier(s.rank_column)) for s in signals), ", "),
     }
 
 
@@ -77,8 +79,14 @@ def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, pla
         scope=_block(queries, SCOPES[name]), passages=passages,
         dense_turns=_join((_block(queries, b) for b in dense_turns), ",\n"),
         dense=_block(queries, "search_dense_rank"), terms=_block(queries, "search_lexical_terms"),
-        lexical=_block(queries, lexical), hits=hits, message_rows=rows,
-        summary_ranks=generated["summary_ranks"]).as_string()
+        lexical=_block(queries, lexical), hits=hits, message_rows=rows).as_string()
+
+
+def compose_summaries(signals: Sequence[Signal] = SIGNALS, queries=QUERIES) -> str:
+    """The SQL text of `search_user_summaries` (every plan's: summaries are few, and scanned)."""
+    return sql.SQL(queries["search_user_summaries"]).format(
+        scope=_block(queries, SCOPES["search_user"]), summary_ranks=signal_sql(signals)["summary_ranks"]).as_string()
 
 
 SEARCH_QUERIES = {(name, plan): compose(name, plan=plan) for name in SEARCHES for plan in PLANS}
+SUMMARY_QUERY = compose_summaries()

@@ -3,7 +3,7 @@
 Owns: `MemorySearch.search` — embed the query, choose the plan from the scope's size (exact
 scans, or past them: HNSW or migration 0023's sign-bit codes, and GIN-selected matches; `choose_plan`), fetch dense / full-text /
 recency candidates and their neighbours in one SQL round trip (`search_conversation` or
-`search_user`), fuse them
+`search_user`, and beside the latter its summaries' `search_user_summaries`), fuse them
 by weighted RRF, apply the similarity threshold, attach each hit's paired turn (and optional
 temporal neighbours), rerank, and return `Memory` objects. It does not budget tokens or format
 context (`memctx.assemble` does).
@@ -12,18 +12,20 @@ context (`memctx.assemble` does).
 from __future__ import annotations
 
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta, timezone
 from typing import Any, Mapping, Sequence
 from uuid import UUID
 
 import numpy as np
-from psycopg_pool import ConnectionPool
+from psycopg import Connection
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memctx.embed import Embedder, embed_query
 from memctx.retrieve.fusion import FusionWeights, rrf
 from memctx.retrieve.lexical import QueryAnalysis, analyze
-from memctx.retrieve.queries import SEARCH_QUERIES
+from memctx.retrieve.queries import SEARCH_QUERIES, SUMMARY_QUERY
 from memctx.retrieve.rerank import NoRerank, Reranker
 from memctx.retrieve.signals import SIGNALS, best_relevance_rank, ranks_of
 from memctx.retrieve.types import Fragment, Memory, Provenance
@@ -130,7 +132,8 @@ class MemorySearch:
 
     def fetch(self, user: UUID, analysis: QueryAnalysis, vec: np.ndarray, conversation: UUID | None,
               time_range: TimeRange | None, opts: SearchOptions) -> list[dict[str, Any]]:
-        """The candidate rows of one round trip (hits and their neighbours, in order).
+        """The candidate rows of one round trip: hits and their neighbours, in order, then (all of
+        a user's memory) the summaries of a statement run beside it.
 
         The plan comes from the scope's size as the previous search of the same scope read it:
         `search_plan_inputs` runs in the search's round trip, after it, for the next search (the
@@ -146,6 +149,9 @@ class MemorySearch:
                   "k_pool": k_pool, "k_match": opts.k_match, "k_codes": max(opts.k_codes, k_pool), "ef_search": min(k_pool, 1000),
                   "max_scan_tuples": opts.max_scan_tuples, "parallel_workers": opts.parallel_workers}
         name = "search_conversation" if conversation else "search_user"
+        # A user-wide search's summaries: their own statement, on a second connection beside the
+        # turns' statement when the pool has one free, else after it on this one.
+        beside = None if conversation else _BESIDE.submit(self._summaries_beside, dict(params), opts)
         with self.pool.connection() as conn:
             inputs = self._plan_inputs.get((user, conversation))
             if inputs is None:
@@ -172,7 +178,22 @@ class MemorySearch:
                 rows = conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=generic)
                 fresh = conn.execute(QUERIES["search_plan_inputs"], params)
             _remember(self._plan_inputs, (user, conversation), fresh.fetchone())
-            return rows.fetchall()
+            rows = rows.fetchall()
+            if beside is None:
+                return rows
+            summaries = beside.result()
+            # the turns in order, then the summaries (fusion breaks ties by this order)
+            return rows + (summaries if summaries is not None else _summaries(conn, params, opts))
+
+    def _summaries_beside(self, params: dict[str, Any], opts: SearchOptions) -> list[dict[str, Any]] | None:
+        """The summaries of a user-wide search on a connection of its own, or None when the pool
+        has none free within BESIDE_WAIT_S (no search waits long for a second connection while
+        holding its first)."""
+        try:
+            with self.pool.connection(BESIDE_WAIT_S) as conn:
+                return _summaries(conn, params, opts)
+        except PoolTimeout:
+            return None
 
     def speakers(self, user: UUID, conversation: UUID | None) -> tuple[str, ...]:
         """The speaker names of the conversation, or of all of the user's conversations (cached;
@@ -189,6 +210,23 @@ class MemorySearch:
 
 
 CACHED_SCOPES = 1024
+
+# The summaries' statements of user-wide searches, each beside its search's own statement.
+# Threads start on demand; a statement only runs on a connection free within BESIDE_WAIT_S, so the
+# pool, not this cap, limits them.
+_BESIDE = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-summaries")
+# How long the summaries' statement waits for a connection of its own before it runs after the
+# turns' statement on theirs (the pool refuses a timeout of 0 even with connections idle).
+BESIDE_WAIT_S = 0.002
+
+
+def _summaries(conn: Connection, params: Mapping[str, Any], opts: SearchOptions) -> list[dict[str, Any]]:
+    """The summary rows of a user-wide search (`search_user_summaries`), in one round trip."""
+    with conn.pipeline(), conn.transaction():
+        if opts.parallel_workers is not None:
+            conn.execute(QUERIES["search_parallel_workers"], params)
+        rows = conn.execute(SUMMARY_QUERY, params)
+    return rows.fetchall()
 
 
 def _remember(cache: OrderedDict[Scope, Any], key: Scope, value: Any) -> None:

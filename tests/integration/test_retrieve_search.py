@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
 
+from memctx.db import make_pool
 from memctx.models import NewMessage
 from memctx.pipeline import catchup
 from memctx.retrieve import MemorySearch, SearchOptions, TermOverlapReranker, search_memories
@@ -113,19 +115,50 @@ def test_rerank_seam_is_used(app):
     assert "newspaper" in memories[0].text
 
 
-def test_user_wide_search_includes_live_summaries(app):
-    user = uuid.uuid4()
-    conv = _store(app, user)
+def _summary_of_the_first_turns(app, user, conv) -> None:
     first = app.store.list_messages(user, conv.id)[0]
     vec = app.embedder.embed(["Ana takes pottery classes every Tuesday."])[0]
     with app.pool.connection() as conn:
         conn.execute("insert into memctx.summaries (conversation_id, user_id, level, content, source_kind, source_ids,"
                      " first_seq, last_seq, token_count, embedding) values (%s, %s, 1, %s, 'message', %s, 1, 3, 9, %s)",
                      (conv.id, user, "Ana takes pottery classes every Tuesday.", [first.id], vec))
+
+
+def test_user_wide_search_includes_live_summaries(app):
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    _summary_of_the_first_turns(app, user, conv)
     memories = search_memories(app, user, "pottery classes", None, limit=10)
     summaries = [m for m in memories if m.kind == "summary"]
     assert summaries and summaries[0].provenance.first_seq == 1 and summaries[0].provenance.last_seq == 3
     assert len(summaries[0].fragments) == 1  # summaries come alone
+
+
+def test_user_wide_summaries_are_the_same_beside_the_turns_statement_or_after_it(app, monkeypatch):
+    """A user-wide search reads its summaries in a statement of its own: on a second connection
+    while the turns' statement runs, or, when the pool has none free (a pool of one), after it on
+    the search's own connection. The memories are the same either way."""
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    _summary_of_the_first_turns(app, user, conv)
+    MemorySearch(app.pool, app.embedder).search(user, "pottery")  # grows the pool if it holds one connection
+    deadline = time.monotonic() + 10
+    while app.pool.get_stats()["pool_size"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    beside = []
+    real = MemorySearch._summaries_beside
+    monkeypatch.setattr(MemorySearch, "_summaries_beside",
+                        lambda self, params, opts: beside.append(real(self, params, opts)) or beside[-1])
+    found = {}
+    with make_pool(app.pool.conninfo, app.settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1})) as one:
+        for name, pool in (("two", app.pool), ("one", one)):
+            engine = MemorySearch(pool, app.embedder, SearchOptions(limit=10))
+            for _ in range(2):  # the second search of a scope runs without reading its plan's inputs first
+                found.setdefault(name, []).append([m.as_json() for m in engine.search(user, "pottery classes Tuesday")])
+    assert beside[0] is not None and beside[1] is not None  # the app's pool had a second connection
+    assert beside[2] is None and beside[3] is None  # the pool of one had none: after the turns
+    assert found["one"] == found["two"] and found["two"][0] == found["two"][1]
+    assert any(m["kind"] == "summary" for m in found["one"][0])
 
 
 # The PERFORMANCE-NOTES pitfall: a filtered query prepared before ANALYZE must not keep a plan

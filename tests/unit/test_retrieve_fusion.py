@@ -5,7 +5,7 @@ import pytest
 from memctx.config import Settings
 from memctx.retrieve.fusion import FusionWeights, fuse, rrf
 from memctx.retrieve.lexical import analyze
-from memctx.retrieve.queries import PLANS, SEARCHES, compose
+from memctx.retrieve.queries import PLANS, SEARCHES, compose, compose_summaries
 from memctx.retrieve.search import SearchOptions
 from memctx.retrieve.signals import SIGNALS, Signal, ranks_of
 from memctx.retrieve.types import Provenance
@@ -60,8 +60,11 @@ def test_the_signal_list_drives_the_search_queries_rank_columns():
         assert text.count('min(c.rank) filter (where c.signal = \'clicks\') as "clicks_rank"') == 1
         assert text.count('"hits"."clicks_rank"') == 1  # in the rows returned
         assert text.count("m.created_at >= %(since)s::timestamptz") == 1  # the scope's time range: once
-    summaries = compose("search_user", (*SIGNALS, clicks)).split("from summary_ranked sr")[0].rsplit("select", 1)[1]
-    assert '"sr"."dense_rank", "sr"."lexical_rank", null, null, true' in summaries  # summaries: unranked there
+    summaries = compose_summaries((*SIGNALS, clicks))
+    assert "{" not in summaries and "}" not in summaries
+    # summaries are ranked on the relevance lists only, under the turns' column names
+    assert ('"sr"."dense_rank" as "dense_rank", "sr"."lexical_rank" as "lexical_rank", '
+            'null::bigint as "recent_rank", null::bigint as "clicks_rank", true as is_hit') in summaries
 
 
 def test_analysis_drops_filler_and_turns_speaker_names_into_a_signal():
