@@ -121,28 +121,50 @@ class _Packing:
     line, which has none. The final exact count of the message is the guard."""
 
     counter: TokenCounter
-    shown: set[UUID]  # message ids already in the context (current turns, chosen fragments)
+    # The ints of the message ids already in the context (current turns, chosen fragments): asked
+    # of every turn of every offer, and UUID.__hash__ is Python code, int's is not.
+    shown: set[int]
     tokens: int  # the message's tokens with the chosen memories (an upper bound by at most one)
     chosen: dict[int, tuple[Memory, list[Fragment]]] = field(default_factory=dict)
     seqs: dict[Any, list[int]] = field(default_factory=dict)  # session key → the seqs shown under it, sorted
     excerpts: dict[UUID, int] = field(default_factory=dict)  # message id shown as an excerpt → its memory's rank
+    # Each turn's line, its tokens and its session key, worked out once per fill (a turn is
+    # costed when offered, placed when taken, rendered again by every `render` of the section),
+    # by the fragment's identity: the offers hold every fragment for the whole fill, so no
+    # identity is reused.
+    turns: dict[int, tuple[str, int, tuple[Any, ...]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.gap = self.line(GAP)
 
     def line(self, text: str) -> int:
         return self.counter.count(text + "\n")
 
-    def cost(self, memory: Memory, fragments: Sequence[Fragment]) -> int:
+    def turn(self, fragment: Fragment) -> tuple[str, int, tuple[Any, ...]]:
+        """The fragment's line (`turn_line`), its tokens (`line`) and its `session_key`."""
+        known = self.turns.get(id(fragment))
+        if known is None:
+            text = turn_line(fragment)
+            known = self.turns[id(fragment)] = (text, self.line(text), session_key(fragment))
+        return known
+
+    def text(self, fragment: Fragment) -> str:
+        return self.turn(fragment)[0]
+
+    def cost(self, memory: Memory, fragments: Sequence[Fragment]) -> tuple[int, dict[Any, list[int]]]:
         """Tokens `memory` adds: its lines, a header for each session new to the section, and the
-        gap marks it adds (or removes, when it fills a gap)."""
+        gap marks it adds (or removes, when it fills a gap); and the seqs of each of its sessions
+        with its turns among them, which `add` keeps when it is taken."""
         if memory.kind != "message":
-            return self.line(summary_line(memory))
+            return self.line(summary_line(memory)), {}
         total, seqs = 0, {}
         for fragment in fragments:
-            key = session_key(fragment)
+            _, tokens, key = self.turn(fragment)
             if key not in seqs:
                 seqs[key] = list(self.seqs.get(key, ()))
                 total += 0 if seqs[key] else self.line(session_header(fragment))
-            total += self.line(turn_line(fragment)) + self.line(GAP) * _insert(seqs[key], fragment.seq)
-        return total
+            total += tokens + self.gap * _insert(seqs[key], fragment.seq)
+        return total, seqs
 
     def upgrades(self, fragments: Sequence[Fragment]) -> list[Fragment]:
         """The whole turns among `fragments` that are shown as excerpts so far."""
@@ -152,35 +174,37 @@ class _Packing:
 
     def upgrade_cost(self, whole: Fragment) -> int:
         """Tokens that showing the excerpted turn `whole` whole instead adds."""
-        return self.line(turn_line(whole)) - self.line(turn_line(self._excerpt(whole)))
+        return self.turn(whole)[1] - self.turn(self._excerpt(whole))[1]
 
     def _excerpt(self, whole: Fragment) -> Fragment:
         _, fragments = self.chosen[self.excerpts[whole.id]]
         return next(f for f in fragments if f.id == whole.id)
 
-    def add(self, rank: int, memory: Memory, fragments: list[Fragment], cost: int,
+    def add(self, rank: int, memory: Memory, fragments: list[Fragment], cost: int, seqs: dict[Any, list[int]],
             upgrades: Sequence[Fragment] = ()) -> None:
         for whole in upgrades:  # the excerpt's line becomes the whole turn's, where it stands
             _, shown = self.chosen[self.excerpts.pop(whole.id)]
             shown[:] = [whole if f.id == whole.id else f for f in shown]
         self.chosen[rank] = (memory, fragments)
-        self.shown.update(f.id for f in fragments)
+        self.shown.update(f.id.int for f in fragments)
         self.excerpts.update((f.id, rank) for f in fragments if f.excerpt_of is not None)
-        for fragment in fragments:
-            _insert(self.seqs.setdefault(session_key(fragment), []), fragment.seq)
+        self.seqs.update(seqs)
         self.tokens += cost
 
     def drop_last(self) -> int:
         """Drop the least relevant chosen memory; its rank."""
         rank = max(self.chosen)
         _, fragments = self.chosen.pop(rank)
-        self.shown.difference_update(f.id for f in fragments)
+        self.shown.difference_update(f.id.int for f in fragments)
         for f in fragments:
             self.excerpts.pop(f.id, None)
         return rank
 
     def groups(self) -> list[list[Line]]:
         return memory_groups([self.chosen[rank] for rank in sorted(self.chosen)])
+
+    def render(self, groups: Sequence[Sequence[Line]]) -> str:
+        return memory_section(groups, self.text)
 
 
 def _insert(seqs: list[int], seq: int | None) -> int:
@@ -202,35 +226,38 @@ def fill_memories(memories: Sequence[Memory], shown: Collection[UUID], budget: i
     (`shown`: the current context's) are not repeated; a memory with nothing new is skipped.
     `replies`: the query asks what the assistant said, and its replies are weighed as lines."""
     empty = message_tokens(counter, ROLE, memory_section([]))
-    packing = _Packing(counter, set(shown), empty - counter.count(MEMORY_HEADER) + counter.count(MEMORY_HEADER + "\n"))
+    packing = _Packing(counter, {i.int for i in shown}, empty - counter.count(MEMORY_HEADER) + counter.count(MEMORY_HEADER + "\n"))
     left: list[int] = []
     offered = offers(memories, replies)
     memories = [memory for memory, _ in offered]
     for rank, (memory, kept) in enumerate(offered):
-        fragments = [f for f in kept if f.id not in packing.shown]
+        fragments = [f for f in kept if f.id.int not in packing.shown]
         upgrades = packing.upgrades(kept)
         if memory.kind == "message" and not fragments and not upgrades:
             continue
         if sum(f.token_count for f in fragments) - len(fragments) > budget - packing.tokens:
             left.append(rank)  # cannot fit, whatever its lines cost (a line costs at least its text less one)
             continue
-        cost = packing.cost(memory, fragments) + sum(packing.upgrade_cost(f) for f in upgrades)
+        cost, seqs = packing.cost(memory, fragments)
+        cost += sum(packing.upgrade_cost(f) for f in upgrades)
         if packing.tokens + cost > budget:
             left.append(rank)
             continue
-        packing.add(rank, memory, fragments, cost, upgrades)
+        packing.add(rank, memory, fragments, cost, seqs, upgrades)
     groups = packing.groups()
-    tokens = message_tokens(counter, ROLE, memory_section(groups))
+    text = packing.render(groups)
+    tokens = message_tokens(counter, ROLE, text)
     while packing.chosen and tokens > budget:  # the guard: never over, whatever the tokenizer did
         left.append(packing.drop_last())
         groups = packing.groups()
-        tokens = message_tokens(counter, ROLE, memory_section(groups))
+        text = packing.render(groups)
+        tokens = message_tokens(counter, ROLE, text)
     taken = {memory.id for memory, _ in packing.chosen.values()}
     cuts = _cuts(list({memories[rank].id: memories[rank] for rank in sorted(left)
                        if memories[rank].id not in taken}.values()))
     if not packing.chosen:
         return MemorySection(None, [], 0, cuts)
-    return MemorySection({"role": ROLE, "content": memory_section(groups)},
+    return MemorySection({"role": ROLE, "content": text},
                          [_source(line) for group in groups for line in group], tokens, cuts)
 
 

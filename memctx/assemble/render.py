@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from memctx.dates import relative_dates
 from memctx.retrieve.types import Fragment, Memory
@@ -95,9 +95,9 @@ def gap_between(first: int | None, then: int | None) -> bool:
     return first is not None and then is not None and then > first + 1
 
 
-def group_lines(group: Sequence[Line]) -> list[str]:
-    """A summary's line, or a session's header and turns with a gap mark between turns that were
-    not said one after the other."""
+def group_lines(group: Sequence[Line], line_of: Callable[[Fragment], str] = turn_line) -> list[str]:
+    """A summary's line, or a session's header and turns (each `line_of` it: its `turn_line`,
+    perhaps written before) with a gap mark between turns that were not said one after the other."""
     first = group[0].fragment
     if first is None:
         return [summary_line(group[0].memory)]
@@ -106,7 +106,7 @@ def group_lines(group: Sequence[Line]) -> list[str]:
         fragment = line.fragment
         if gap_between(seq, fragment.seq):
             lines.append(GAP)
-        lines.append(turn_line(fragment))
+        lines.append(line_of(fragment))
         seq = fragment.seq
     return lines
 
@@ -120,8 +120,8 @@ def external_section(blocks: Sequence[str]) -> str:
     return "\n".join([EXTERNAL_HEADER, *blocks])
 
 
-def memory_section(groups: Sequence[Sequence[Line]]) -> str:
-    return "\n".join([MEMORY_HEADER, *(text for group in groups for text in group_lines(group))])
+def memory_section(groups: Sequence[Sequence[Line]], line_of: Callable[[Fragment], str] = turn_line) -> str:
+    return "\n".join([MEMORY_HEADER, *(text for group in groups for text in group_lines(group, line_of))])
 
 
 def current_section(master: str | None, summaries: Sequence[str], board_summary: str | None,
