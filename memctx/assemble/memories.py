@@ -13,6 +13,7 @@ memctx.assemble.render's; this module never cuts a turn itself.
 from __future__ import annotations
 
 import bisect
+from operator import attrgetter, itemgetter
 from dataclasses import dataclass, field
 from typing import Any, Collection, Sequence
 from uuid import UUID
@@ -20,6 +21,7 @@ from uuid import UUID
 from memctx.assemble.render import (GAP, MEMORY_HEADER, Line, gap_between, memory_groups, memory_section, session_header,
                                    session_key, summary_line, turn_line)
 from memctx.assemble.types import Cut, Source
+from memctx.frozen import frozen_new
 from memctx.retrieve.types import Fragment, Memory
 from memctx.tokens import TokenCounter, message_tokens
 
@@ -30,6 +32,10 @@ ROLE = "system"
 # without its long partner turns. Short turns (LoCoMo's, at most ~100 tokens, median ~30) are
 # never touched; a chat assistant's replies (LongMemEval's, median ~350 tokens) are.
 LINE_TOKENS = 100
+
+
+_TOKENS = attrgetter("token_count")
+_RANK = itemgetter(0, 1)  # an offer's order: best worth first, then as offered
 
 
 def companions(memory: Memory) -> list[Fragment]:
@@ -86,7 +92,7 @@ def offers(memories: Sequence[Memory], replies: bool = False) -> list[tuple[Memo
         if memory.kind != "message":
             found.append((-worth(memory, whole, replies), len(found), memory, whole))
             continue
-        if all(f.token_count <= LINE_TOKENS for f in whole):
+        if max(map(_TOKENS, whole), default=0) <= LINE_TOKENS:
             found.append((-memory.score, len(found), memory, whole))
             continue
         choices = [whole, short := companions(memory)]
@@ -97,7 +103,7 @@ def offers(memories: Sequence[Memory], replies: bool = False) -> list[tuple[Memo
         if any(f.excerpt_of is not None for f in cut):
             choices.append(cut)
         found += [(-worth(memory, c, replies), len(found) + i, memory, c) for i, c in enumerate(choices)]
-    found.sort(key=lambda offer: offer[:2])
+    found.sort(key=_RANK)
     return [(memory, fragments) for _, _, memory, fragments in found]
 
 
@@ -235,7 +241,7 @@ def fill_memories(memories: Sequence[Memory], shown: Collection[UUID], budget: i
         upgrades = packing.upgrades(kept)
         if memory.kind == "message" and not fragments and not upgrades:
             continue
-        if sum(f.token_count for f in fragments) - len(fragments) > budget - packing.tokens:
+        if sum(map(_TOKENS, fragments)) - len(fragments) > budget - packing.tokens:
             left.append(rank)  # cannot fit, whatever its lines cost (a line costs at least its text less one)
             continue
         cost, seqs = packing.cost(memory, fragments)
@@ -267,9 +273,11 @@ def _source(line: Line) -> Source:
         return Source(kind="summary", id=memory.id, section="memories", conversation_id=memory.conversation_id,
                       first_seq=memory.provenance.first_seq, last_seq=memory.provenance.last_seq, detail=memory.kind)
     detail = "hit" if fragment.id == memory.id else "context"
-    return Source(kind="message", id=fragment.id, section="memories", external_id=fragment.external_id,
-                  conversation_id=fragment.conversation_id, seq=fragment.seq,
-                  detail=f"{detail} excerpt" if fragment.excerpt_of is not None else detail)
+    # one per line of every fill: without the frozen __init__ (memctx.frozen)
+    return frozen_new(Source, {"kind": "message", "id": fragment.id, "section": "memories",
+                               "external_id": fragment.external_id, "conversation_id": fragment.conversation_id,
+                               "seq": fragment.seq,
+                               "detail": f"{detail} excerpt" if fragment.excerpt_of is not None else detail})
 
 
 def _cuts(left: Sequence[Memory]) -> list[Cut]:
