@@ -38,24 +38,33 @@ _TOKENS = attrgetter("token_count")
 _RANK = itemgetter(0, 1)  # an offer's order: best worth first, then as offered
 
 
-def companions(memory: Memory) -> list[Fragment]:
-    """The memory's hit and each turn that comes with it and is at most a line long."""
-    return [f for f in memory.fragments if f.id == memory.id or f.token_count <= LINE_TOKENS]
-
-
-def excerpted(memory: Memory) -> list[Fragment]:
-    """The memory at a line's cost per turn where it can be: each turn whole when it is at most a
-    line long, otherwise as its relevant passage (an excerpt) when it has one, otherwise left out,
-    the hit itself excepted (it stays whole)."""
-    out = []
+def _sides(memory: Memory) -> tuple[list[Fragment], list[Fragment], list[Fragment], Fragment | None]:
+    """The ways a memory may be shown at less than its whole, from one pass over its turns (one
+    UUID comparison each): its companions (its hit and each turn at most a line long), its
+    companions without the hit, and the memory excerpted (each turn whole when it is at most a
+    line long, otherwise as its relevant passage, an excerpt, when it has one, otherwise left out,
+    the hit excepted: it stays whole); and its hit (None: not among its turns)."""
+    companions: list[Fragment] = []
+    others: list[Fragment] = []
+    excerpted: list[Fragment] = []
+    hit = None
     for f in memory.fragments:
+        is_hit = f.id == memory.id
+        if is_hit and hit is None:
+            hit = f
         if f.token_count <= LINE_TOKENS:
-            out.append(f)
-        elif f.passage is not None:
-            out.append(f.excerpt())
-        elif f.id == memory.id:
-            out.append(f)
-    return out
+            companions.append(f)
+            excerpted.append(f)
+            if not is_hit:
+                others.append(f)
+        else:
+            if is_hit:
+                companions.append(f)
+            if f.passage is not None:
+                excerpted.append(f.excerpt())
+            elif is_hit:
+                excerpted.append(f)
+    return companions, others, excerpted, hit
 
 
 def worth(memory: Memory, fragments: Sequence[Fragment], replies: bool = False) -> float:
@@ -76,10 +85,10 @@ def worth(memory: Memory, fragments: Sequence[Fragment], replies: bool = False) 
 
 def offers(memories: Sequence[Memory], replies: bool = False) -> list[tuple[Memory, Sequence[Fragment]]]:
     """What the section may take, best worth first. Each memory is offered whole (its hit and
-    every turn that comes with it), with its short companions only (`companions`), where the
+    every turn that comes with it), with its short companions only (`_sides`), where the
     hit itself is longer than a line with its short companions alone (the cheap side of a
     relevant exchange, often the user's own words, when the long turn is not worth its room),
-    and, where a long turn has a passage, with that passage in its place (`excerpted`). So a long
+    and, where a long turn has a passage, with that passage in its place. So a long
     turn comes whole, as its relevant passage, or not at all. Each offer is worth the memory's
     score per line its longest turn costs (`worth`), so a long turn comes in whole when its
     exchange ranks high enough to pay for it, and as its excerpt right after, where the whole
@@ -95,11 +104,10 @@ def offers(memories: Sequence[Memory], replies: bool = False) -> list[tuple[Memo
         if max(map(_TOKENS, whole), default=0) <= LINE_TOKENS:
             found.append((-memory.score, len(found), memory, whole))
             continue
-        choices = [whole, short := companions(memory)]
-        hit = next((f for f in whole if f.id == memory.id), None)
+        short, others, cut, hit = _sides(memory)
+        choices = [whole, short]
         if hit is not None and hit.token_count > LINE_TOKENS and len(short) > 1:
-            choices.append([f for f in short if f.id != memory.id])
-        cut = excerpted(memory)
+            choices.append(others)
         if any(f.excerpt_of is not None for f in cut):
             choices.append(cut)
         found += [(-worth(memory, c, replies), len(found) + i, memory, c) for i, c in enumerate(choices)]

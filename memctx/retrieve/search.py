@@ -306,7 +306,9 @@ def score_hit(row: Mapping[str, Any], ranks: Mapping[str, int | None], analysis:
 def build_memories(rows: Sequence[Mapping[str, Any]], analysis: QueryAnalysis, opts: SearchOptions,
                    threshold: float) -> list[Memory]:
     """Fuse, threshold, pair and expand candidate rows into memories, best first."""
-    by_seq = {(r["conversation_id"], r["seq"]): r for r in rows if r["kind"] == "message"}
+    # Turns by (conversation, seq) and the turns covered, by the UUIDs' ints: ~1,000 look-ups per
+    # search, and UUID.__hash__ is Python code, int's is not.
+    by_seq = {(r["conversation_id"].int, r["seq"]): r for r in rows if r["kind"] == "message"}
     scored = []
     for row in rows:
         if row["is_hit"]:
@@ -316,13 +318,13 @@ def build_memories(rows: Sequence[Mapping[str, Any]], analysis: QueryAnalysis, o
                 scored.append((score, row, ranks))
     scored.sort(key=lambda item: -item[0])
     memories: list[Memory] = []
-    covered: set[UUID] = set()
+    covered: set[int] = set()
     for score, row, ranks in scored:
-        if row["id"] in covered:
+        if row["id"].int in covered:
             continue
         if row["kind"] == "message":
             members = _members(row, by_seq, opts)
-            covered.update(m["id"] for m in members)
+            covered.update(m["id"].int for m in members)
             fragments = tuple(Fragment.from_row(m) for m in members)
             first, last = fragments[0].seq, fragments[-1].seq
         else:
@@ -340,8 +342,9 @@ def build_memories(rows: Sequence[Mapping[str, Any]], analysis: QueryAnalysis, o
 
 def _members(row: Mapping[str, Any], by_seq: Mapping[tuple, Mapping[str, Any]], opts: SearchOptions) -> list[Mapping[str, Any]]:
     """The hit, its pair (user → the reply after it, assistant → the user turn before it) and
-    `opts.neighbours` turns either side, in conversation order."""
-    conv, seq = row["conversation_id"], row["seq"]
+    `opts.neighbours` turns either side, in conversation order. `by_seq`: the turns by their
+    conversation id's int and seq."""
+    conv, seq = row["conversation_id"].int, row["seq"]
     seqs = {seq}
     if opts.pair:
         other = seq + 1 if row["role"] == "user" else seq - 1 if row["role"] == "assistant" else None
