@@ -266,9 +266,9 @@ def fill_memories(memories: Sequence[Memory], shown: Collection[UUID], budget: i
         groups = packing.groups()
         text = packing.render(groups)
         tokens = message_tokens(counter, ROLE, text)
-    taken = {memory.id for memory, _ in packing.chosen.values()}
-    cuts = _cuts(list({memories[rank].id: memories[rank] for rank in sorted(left)
-                       if memories[rank].id not in taken}.values()))
+    taken = {memory.id.int for memory, _ in packing.chosen.values()}
+    cuts = _cuts(list({memories[rank].id.int: memories[rank] for rank in sorted(left)
+                       if memories[rank].id.int not in taken}.values()))
     if not packing.chosen:
         return MemorySection(None, [], 0, cuts)
     return MemorySection({"role": ROLE, "content": text},
@@ -292,4 +292,4 @@ def _cuts(left: Sequence[Memory]) -> list[Cut]:
     if not left:
         return []
     return [Cut("dropped", "memories", "memory", tuple(str(m.id) for m in left),
-                "lower-ranked memories beyond the memory budget", sum(m.token_count for m in left))]
+                "lower-ranked memories beyond the memory budget", sum(f.token_count for m in left for f in m.fragments))]

@@ -110,22 +110,27 @@ def memories_once(memories: Sequence[Memory], chosen: Collection[UUID], said: se
     user's requests share their openings ("I'm looking for some book recommendations."). Leaving
     the line out of the less relevant turn cost 3 / 4 / 4 of 56 LongMemEval evidence turns at
     1k / 2k / 4k. None when nothing repeats (the section stands as it is)."""
-    texts, picked, elided = {}, [], False
+    # Ids as the UUIDs' ints: asked of every turn of every memory, and UUID.__hash__ is Python code.
+    chosen = {i.int for i in chosen}
+    texts: dict[int, str] = {}
+    picked, elided = [], False
     for memory in memories:
-        shown = [f for f in memory.fragments
-                 if f.id in chosen or (memory.kind != "message" and memory.id in chosen)]
-        for fragment in sorted(shown, key=lambda f: f.id != memory.id):  # the hit before its partners
-            if fragment.id not in texts:
+        whole = memory.kind != "message" and memory.id.int in chosen
+        shown = [f for f in memory.fragments if whole or f.id.int in chosen]
+        if not shown:
+            continue
+        for fragment in shown if len(shown) < 2 else sorted(shown, key=lambda f: f.id != memory.id):  # the hit first
+            if fragment.id.int not in texts:
                 # A text none of whose sentences `said` holds stays as it is (`elide_said`'s own
                 # first case), without copying `said`.
-                texts[fragment.id] = (fragment.text if not keys(fragment.text) & said and _distinct(fragment.text)
-                                      else elide_said(fragment.text, set(said)))
-                elided = elided or texts[fragment.id] != fragment.text
-        if shown:
-            picked.append((memory, shown))
+                text = (fragment.text if not keys(fragment.text) & said and _distinct(fragment.text)
+                        else elide_said(fragment.text, set(said)))
+                texts[fragment.id.int] = text
+                elided = elided or text != fragment.text
+        picked.append((memory, shown))
     if not elided:
         return None
-    return [replace(memory, fragments=tuple(f if texts[f.id] == f.text else replace(f, text=texts[f.id])
+    return [replace(memory, fragments=tuple(f if texts[f.id.int] == f.text else replace(f, text=texts[f.id.int])
                                             for f in shown)) for memory, shown in picked]
 
 
