@@ -13,8 +13,8 @@ memctx.assemble.render's; this module never cuts a turn itself.
 from __future__ import annotations
 
 import bisect
-from operator import attrgetter, itemgetter
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from typing import Any, Collection, Sequence
 from uuid import UUID
 
@@ -147,6 +147,7 @@ class _Packing:
     # by the fragment's identity: the offers hold every fragment for the whole fill, so no
     # identity is reused.
     turns: dict[int, tuple[str, int, tuple[Any, ...]]] = field(default_factory=dict)
+    gap: int = field(init=False, default=0)  # a gap mark's tokens with its newline
 
     def __post_init__(self) -> None:
         self.gap = self.line(GAP)
