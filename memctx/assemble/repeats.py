@@ -73,24 +73,33 @@ ELIDED = "…"
 
 
 def elide_said(text: str, said: set[str]) -> str:
-    """`text` with "…" for each run of sentences whose words `said` holds; what it keeps is added
-    to `said`. For a turn quoted as evidence: the reader sees that something was left out. A text
-    with nothing said already comes back as it was."""
+    """`text` with "…" for each run of sentences whose words `said` holds (`elided`); its own
+    sentences are then added to `said`. For a turn quoted as evidence: the reader sees that
+    something was left out."""
+    out = elided(text, said)
+    said.update(keys(text))
+    return out
+
+
+def elided(text: str, said: Collection[str]) -> str:
+    """`text` with "…" for each run of sentences whose words `said` holds, or an earlier sentence
+    of `text` says; `said` is left as it is. A text with nothing said already comes back as it
+    was."""
     if not keys(text) & said and _distinct(text):
-        said.update(keys(text))
         return text
+    seen: set[str] = set()
     lines: list[str] = []
     for line in text.split("\n"):
         parts, kept, cut = sentences(line), [], False
         for sentence in parts:
             k = key(sentence)
-            if k is not None and k in said:
+            if k is not None and (k in said or k in seen):
                 if kept[-1:] != [ELIDED]:
                     kept.append(ELIDED)
                 cut = True
                 continue
             if k is not None:
-                said.add(k)
+                seen.add(k)
             kept.append(sentence)
         lines.append(" ".join(kept) if cut else line)
     return "\n".join(lines)
@@ -104,7 +113,7 @@ def _distinct(text: str) -> bool:
 
 def memories_once(memories: Sequence[Memory], chosen: Collection[UUID], said: set[str]) -> list[Memory] | None:
     """The `chosen` memories (ids of the turns and summaries a memory section shows), each turn
-    with `elide_said` applied: what `said` (the recent turns') already says is left out, the turn
+    `elided`: what `said` (the recent turns') already says is left out, the turn
     itself stays, so both turns are cited and the sentence is read once. Two memory turns that
     share a sentence both stay whole: each is evidence that must be quoted whole, and a chat
     user's requests share their openings ("I'm looking for some book recommendations."). Leaving
@@ -113,22 +122,18 @@ def memories_once(memories: Sequence[Memory], chosen: Collection[UUID], said: se
     # Ids as the UUIDs' ints: asked of every turn of every memory, and UUID.__hash__ is Python code.
     chosen = {i.int for i in chosen}
     texts: dict[int, str] = {}
-    picked, elided = [], False
+    picked, changed = [], False
     for memory in memories:
         whole = memory.kind != "message" and memory.id.int in chosen
         shown = [f for f in memory.fragments if whole or f.id.int in chosen]
         if not shown:
             continue
-        for fragment in shown if len(shown) < 2 else sorted(shown, key=lambda f: f.id != memory.id):  # the hit first
+        for fragment in sorted(shown, key=lambda f: f.id != memory.id):  # the hit before its partners
             if fragment.id.int not in texts:
-                # A text none of whose sentences `said` holds stays as it is (`elide_said`'s own
-                # first case), without copying `said`.
-                text = (fragment.text if not keys(fragment.text) & said and _distinct(fragment.text)
-                        else elide_said(fragment.text, set(said)))
-                texts[fragment.id.int] = text
-                elided = elided or text != fragment.text
+                texts[fragment.id.int] = text = elided(fragment.text, said)
+                changed = changed or text != fragment.text
         picked.append((memory, shown))
-    if not elided:
+    if not changed:
         return None
     return [replace(memory, fragments=tuple(f if texts[f.id.int] == f.text else replace(f, text=texts[f.id.int])
                                             for f in shown)) for memory, shown in picked]
