@@ -252,7 +252,7 @@ class ContextAssembler:
     def _memories_once(self, memories: Sequence[Memory], recalled: MemorySection, shown: set[UUID], said: set[str],
                        budget: int, replies: bool) -> MemorySection:
         """The memory section with each sentence of five words or more once (`memories_once`):
-        the same memories, repacked (they cost less now, so all still fit), and the same cuts."""
+        the same memories, repacked (they cost no more now, so all still fit), and the same cuts."""
         once = memories_once(memories, {s.id for s in recalled.sources}, said)
         if once is None:
             return recalled

@@ -111,16 +111,18 @@ def _distinct(text: str) -> bool:
     return len(keys(text)) == sum(1 for k in map(key, sentences(text)) if k)
 
 
-def memories_once(memories: Sequence[Memory], chosen: Collection[UUID], said: set[str]) -> list[Memory] | None:
-    """The `chosen` memories (ids of the turns and summaries a memory section shows), each turn
-    `elided`: what `said` (the recent turns') already says is left out, the turn
-    itself stays, so both turns are cited and the sentence is read once. Two memory turns that
-    share a sentence both stay whole: each is evidence that must be quoted whole, and a chat
-    user's requests share their openings ("I'm looking for some book recommendations."). Leaving
-    the line out of the less relevant turn cost 3 / 4 / 4 of 56 LongMemEval evidence turns at
-    1k / 2k / 4k. None when nothing repeats (the section stands as it is)."""
+def memories_once(memories: Sequence[Memory], chosen: Collection[UUID], said: Collection[str]) -> list[Memory] | None:
+    """The `chosen` memories (ids of the turns and summaries a memory section shows) with each
+    sentence of five words or more once: in rank order, a memory's hit before its partners, each
+    turn is `elided` of what `said` (the recent turns') or a turn before it already says, and a
+    turn left with nothing of its own goes (another turn says all of it, and is cited). The
+    turns that stay are cited whole or with their "…", so the reader sees that something was
+    left out. A chat user's requests share their openings ("I'm looking for some book
+    recommendations."): the second such turn is quoted from "…" on. None when nothing repeats
+    (the section stands as it is)."""
     # Ids as the UUIDs' ints: asked of every turn of every memory, and UUID.__hash__ is Python code.
     chosen = {i.int for i in chosen}
+    said = set(said)  # grows with each turn's sentences, in rank order
     texts: dict[int, str] = {}
     picked, changed = [], False
     for memory in memories:
@@ -130,13 +132,18 @@ def memories_once(memories: Sequence[Memory], chosen: Collection[UUID], said: se
             continue
         for fragment in sorted(shown, key=lambda f: f.id != memory.id):  # the hit before its partners
             if fragment.id.int not in texts:
-                texts[fragment.id.int] = text = elided(fragment.text, said)
+                texts[fragment.id.int] = text = elide_said(fragment.text, said)
                 changed = changed or text != fragment.text
         picked.append((memory, shown))
     if not changed:
         return None
-    return [replace(memory, fragments=tuple(f if texts[f.id.int] == f.text else replace(f, text=texts[f.id.int])
-                                            for f in shown)) for memory, shown in picked]
+    out = []
+    for memory, shown in picked:
+        kept = tuple(f if texts[f.id.int] == f.text else replace(f, text=texts[f.id.int])
+                     for f in shown if _WORD.search(texts[f.id.int]))
+        if kept:
+            out.append(replace(memory, fragments=kept))
+    return out
 
 
 def repeated_sentences(messages: Sequence[Mapping[str, str]] | Iterable[str]) -> int:

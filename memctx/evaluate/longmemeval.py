@@ -11,8 +11,10 @@ conversation of that user with user scope at the question's date (relative dates
 The headline pools the evidence turns (`has_answer`) whose whole stored text is in the context.
 Beside it: session recall (answer sessions with at least one evidence turn in the context), the
 evidence turns memctx's context cites (among its sources, whole or as an excerpt of a long
-message: `evidence_cited`), answer containment for short answers, tokens, p50 / p95 latency, the same by question type, and the
-BM25, dense and RRF(BM25, dense) baselines: whole turns of the user ranked by plain Okapi BM25, by
+message: `evidence_cited`), the evidence turns found whole or cited with each of their
+sentences in the context (with "…" for a sentence another quoted turn says: `evidence_quoted`),
+answer containment for short answers, tokens, p50 / p95 latency, the same by question type, and
+the BM25, dense and RRF(BM25, dense) baselines: whole turns of the user ranked by plain Okapi BM25, by
 cosine over memctx's own stored vectors, and by their reciprocal-rank fusion, packed best first
 into the same budget and rendered as memory lines.
 """
@@ -32,6 +34,7 @@ from uuid import UUID, uuid5
 import numpy as np
 
 from memctx.assemble.context import ContextAssembler, assembler_for
+from memctx.assemble.repeats import sentences
 from memctx.assemble.types import Source
 from memctx.evaluate.baselines import bm25_scores, bm25_terms, pack, rrf_order, turn_line
 from memctx.evaluate.locomo import contains_answer, normalize
@@ -182,6 +185,9 @@ class _Tally:
     ms: list[float] = field(default_factory=list)
     questions: int = 0
     cited: int | None = None  # evidence turns among the context's sources, whole or as an excerpt
+    # evidence turns found whole, or cited with each of their sentences in the context word for
+    # word (with "…" for a sentence another quoted turn says: each thing once)
+    quoted: int | None = None
 
     def add(self, instance: Instance, context: str, tokens: int, texts: Mapping[str, str],
             ms: float | None = None, sources: Sequence[Source] | None = None) -> None:
@@ -194,6 +200,8 @@ class _Tally:
         if sources is not None:
             named = {x.external_id for x in sources if x.kind == "message"}
             self.cited = (self.cited or 0) + len(named & set(evidence))
+            self.quoted = (self.quoted or 0) + len(hits | {
+                e for e in named & set(evidence) if all(s in context for s in sentences(texts[e]))})
         self.found, self.gold = self.found + len(hits), self.gold + len(evidence)
         sessions = {s for s in instance.answer_sessions if s in evidence.values()}
         self.sessions_gold += len(sessions)
@@ -210,6 +218,7 @@ class _Tally:
                "mean_tokens": mean_of(self.tokens), "questions": self.questions}
         if self.cited is not None:
             out["evidence_cited"] = self.cited
+            out["evidence_quoted"] = self.quoted
         if latency:
             out["p50_ms"] = percentile_of(self.ms, 50)
             out["p95_ms"] = percentile_of(self.ms, 95)

@@ -52,21 +52,39 @@ def _memory(score: float, *texts: str) -> Memory:
 def test_memories_once_cuts_what_the_recent_turns_say_and_keeps_both_turns():
     best = _memory(0.9, "Your kind words mean a lot. We adopted a puppy named Oscar last week.")
     other = _memory(0.5, "Your kind words mean a lot, truly. Oscar loves the beach.",
-                    "Thanks so much for the lovely pottery class tips.")
+                    "Thanks so much for the lovely pottery class tips. Ok!")
     recent = {key("Thanks so much for the lovely pottery class tips.")}
     chosen = {f.id for m in (best, other) for f in m.fragments}
     once = memories_once([best, other], chosen, recent)
     assert [f.text for m in once for f in m.fragments] == [
         "Your kind words mean a lot. We adopted a puppy named Oscar last week.",
         "Your kind words mean a lot, truly. Oscar loves the beach.",  # another sentence: stays whole
-        "…"]  # the recent turns say it: the turn stays, cited, its sentence read once
+        "… Ok!"]  # the recent turns say the rest: the turn stays, cited, its sentence read once
     assert [f.id for m in once for f in m.fragments] == [f.id for m in (best, other) for f in m.fragments]
     assert repeated_sentences([f.text for m in once for f in m.fragments]) == 0
+    assert recent == {key("Thanks so much for the lovely pottery class tips.")}  # the caller's set as it was
     assert memories_once([best], chosen, set()) is None  # nothing repeats: the section stands
 
 
-def test_two_memory_turns_that_share_a_sentence_both_stay_whole():
+def test_a_sentence_two_memory_turns_share_is_quoted_in_the_more_relevant_one():
     best = _memory(0.9, "I'm looking for some book recommendations. I started The Nightingale last week.")
-    other = _memory(0.5, "I'm looking for some book recommendations. I just finished listening to The Power.")
+    other = _memory(0.5, "Sure! I'm looking for some book recommendations. I just finished listening to The Power.")
     chosen = {f.id for m in (best, other) for f in m.fragments}
-    assert memories_once([best, other], chosen, set()) is None  # each is evidence, quoted whole
+    once = memories_once([best, other], chosen, set())
+    assert [f.text for m in once for f in m.fragments] == [
+        "I'm looking for some book recommendations. I started The Nightingale last week.",
+        "Sure! … I just finished listening to The Power."]
+    assert repeated_sentences([f.text for m in once for f in m.fragments]) == 0
+
+
+def test_a_turn_another_memory_says_all_of_goes():
+    best = _memory(0.9, "We adopted a puppy named Oscar last week. He loves the beach.",
+                   "That is wonderful news for your family!")
+    again = _memory(0.7, "We adopted a puppy named Oscar last week.")  # a later session says it again
+    partner = _memory(0.5, "That is wonderful news for your family!", "We take Oscar to the lake every Sunday.")
+    chosen = {f.id for m in (best, again, partner) for f in m.fragments}
+    once = memories_once([best, again, partner], chosen, set())
+    assert [[f.text for f in m.fragments] for m in once] == [
+        ["We adopted a puppy named Oscar last week. He loves the beach.", "That is wonderful news for your family!"],
+        ["We take Oscar to the lake every Sunday."]]  # `again` had nothing of its own: it and its line go
+    assert [m.id for m in once] == [best.id, partner.id]
