@@ -13,8 +13,8 @@ Beside it: session recall (answer sessions with at least one evidence turn in th
 evidence turns memctx's context cites (among its sources, whole or as an excerpt of a long
 message: `evidence_cited`), the evidence turns found whole or cited with each of their
 sentences in the context (with "…" for a sentence another quoted turn says: `evidence_quoted`),
-answer containment for short answers, tokens, p50 / p95 latency, the same by question type, and
-the BM25, dense and RRF(BM25, dense) baselines: whole turns of the user ranked by plain Okapi BM25, by
+answer containment for short answers, tokens, p50 / p95 latency, sentences said more than once
+(`repeated_sentences`, of `sentences`), the same by question type, and the BM25, dense and RRF(BM25, dense) baselines: whole turns of the user ranked by plain Okapi BM25, by
 cosine over memctx's own stored vectors, and by their reciprocal-rank fusion, packed best first
 into the same budget and rendered as memory lines.
 """
@@ -34,7 +34,7 @@ from uuid import UUID, uuid5
 import numpy as np
 
 from memctx.assemble.context import ContextAssembler, assembler_for
-from memctx.assemble.repeats import sentences
+from memctx.assemble.repeats import repeated_sentences, sentence_count, sentences
 from memctx.assemble.types import Source
 from memctx.evaluate.baselines import bm25_scores, bm25_terms, pack, rrf_order, turn_line
 from memctx.evaluate.locomo import contains_answer, normalize
@@ -240,6 +240,7 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
     arms = {b: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for b in budgets}
     by_type = {b: {t: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for t in TYPES} for b in budgets}
     history, turns, prepared, passages = [], 0, [], []
+    repeats = {b: Counter() for b in budgets}  # memctx's contexts: sentences said more than once, sentences
     for instance in instances:
         user = instance_user(instance.question_id)
         t0 = time.perf_counter()
@@ -256,6 +257,7 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
             t0 = time.perf_counter()
             wc = assembler.get_working_context(user, asked, instance.question, budget, now=instance.question_date)
             ms = (time.perf_counter() - t0) * 1000
+            repeats[budget].update(repeated=repeated_sentences(wc.messages), sentences=sentence_count(wc.messages))
             for tally in _tallies(arms, by_type, budget, instance, "memctx"):
                 tally.add(instance, wc.text, wc.tokens, texts, ms, wc.sources)
         for kind, ranked in baseline_rankings(rows, instance.question).items():
@@ -277,6 +279,7 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
                      "messages": mean_of([p["messages"] for p in passages], 1),
                      "mb": mean_of([p["bytes"] / 1e6 for p in passages], 2)},
         "budgets": {str(b): {**arms[b]["memctx"].summary(latency=True),
+                             "repeated_sentences": repeats[b]["repeated"], "sentences": repeats[b]["sentences"],
                              "baselines": {k: arms[b][k].summary(latency=False) for k in BASELINES},
                              "by_type": {t: {**v["memctx"].summary(latency=True),
                                              "baselines": {k: v[k].summary(latency=False) for k in BASELINES}}

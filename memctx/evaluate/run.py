@@ -4,7 +4,8 @@ Owns: `run_eval` — ingest the file (reusing stored conversations), bring summa
 through the worker's library, then for every question and budget call
 get_working_context(query = question) and score evidence recall, answer containment, tokens and
 latency, per category and overall, beside the recency / dense-only / full-text-only baselines
-and the full-history token count.
+and the full-history token count; and how many sentences of five words or more memctx's contexts
+say more than once (`repeated_sentences`, of `sentences`).
 
 With `scope="user"` (cross-conversation memory), every LoCoMo session is its own conversation of
 one user per sample, with its date, closed as a finished conversation is; each question is asked
@@ -25,6 +26,7 @@ full history, every turn rendered as the memory section renders it (session date
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
@@ -34,6 +36,7 @@ import numpy as np
 
 from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.assemble.render import session_header, session_key, turn_line as memory_line
+from memctx.assemble.repeats import repeated_sentences, sentence_count
 from memctx.evaluate.baselines import BASELINES, baseline_context, turn_line
 from memctx.evaluate.locomo import (CATEGORIES, CONTAINMENT_CATEGORIES, POOLED_CATEGORIES, Question,
                                     contains_answer, evidence_found, load_questions)
@@ -183,12 +186,14 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
     kept = {b: {"memctx": RetentionTally(), **{k: RetentionTally() for k in BASELINES}} for b in budgets}
     by_cat = {b: {c: _Tally(pooled=(c,)) for c in CATEGORIES} for b in budgets}
     ceiling, ceiling_by_cat = _ceiling(questions, conversations, full)
+    repeats = {b: Counter() for b in budgets}  # memctx's contexts: sentences said more than once, sentences
     for q in questions:  # memctx first, alone, so its latency is not mixed with the baselines'
         cid = conversations[q.sample_id]
         for budget in budgets:
             t0 = time.perf_counter()
             wc = assembler.get_working_context(owners[cid], cid, q.question, budget)
             ms = (time.perf_counter() - t0) * 1000
+            repeats[budget].update(repeated=repeated_sentences(wc.messages), sentences=sentence_count(wc.messages))
             arms[budget]["memctx"].add(q, wc.text, wc.tokens, texts[cid], ms)
             kept[budget]["memctx"].add(gold[cid], wc.text, wc.tokens)
             by_cat[budget][q.category].add(q, wc.text, wc.tokens, texts[cid], ms)
@@ -215,6 +220,7 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
         "chain_retention": chain_retention(app, observations, conversations, owners) if scope == "conversation"
         else None,
         "budgets": {str(b): {**arms[b]["memctx"].summary(latency=True, ceiling=ceiling),
+                             "repeated_sentences": repeats[b]["repeated"], "sentences": repeats[b]["sentences"],
                              "retention": kept[b]["memctx"].summary(),
                              "baselines": {k: {**arms[b][k].summary(latency=False, ceiling=ceiling),
                                                "retention": kept[b][k].summary()}

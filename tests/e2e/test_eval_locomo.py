@@ -47,6 +47,7 @@ def test_eval_locomo_json_and_plot(app, settings, locomo_path, tmp_path):
         assert r["evidence_recall"] == round(sum(c["evidence_found"] for c in pooled) / r["evidence_gold"], 4)
         assert r["questions"] + r["skipped"] == 25
         assert r["mean_tokens"] <= int(budget)
+        assert r["repeated_sentences"] == 0 < r["sentences"]  # each sentence of five words or more once
         assert set(r["baselines"]) == {"recency", "dense", "fulltext"}
         assert r["evidence_recall"] > r["baselines"]["recency"]["evidence_recall"]
         # containment is reported against the full history's, the ceiling of what a context can hold

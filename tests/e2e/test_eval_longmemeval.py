@@ -78,6 +78,7 @@ def test_eval_longmemeval_json_plot_and_rerun(app, settings, tmp_path):
         assert r["answer_questions"] == 2  # both answers are short
         assert r["evidence_cited"] >= r["evidence_found"]  # a turn found whole is a source too
         assert r["evidence_quoted"] >= r["evidence_found"]
+        assert r["repeated_sentences"] == 0 < r["sentences"]
     # the assistant's replies (~230 tokens) are long enough to be cut into passages
     passages = results["passages"]  # per instance: 9 and 10 sessions, one long reply each
     assert passages["messages"] == 9.5 and passages["rows"] >= 2 * passages["messages"]
