@@ -23,12 +23,14 @@ from weakref import WeakKeyDictionary
 from psycopg_pool import ConnectionPool
 
 from memctx.assemble.budget import MIN_MESSAGE_TOKENS, BudgetTooSmall, CachedCounter, shares
-from memctx.assemble.corrections import Correction, Statement, replaced_note, superseded, turn_sentences
+from memctx.assemble.corrections import (Correction, Statement, replaced_note, shares_slot, superseded,
+                                         turn_sentences)
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
-from memctx.assemble.memories import MemorySection, fill_memories
+from memctx.assemble.memories import Lines, MemorySection, fill_memories
 from memctx.assemble.render import external_block, external_section
 from memctx.assemble.repeats import keys, memories_once
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
+from memctx.frozen import frozen_new
 from memctx.retrieve.lexical import asks_for_a_reply
 from memctx.retrieve.search import MemorySearch, SearchOptions
 from memctx.retrieve.types import Memory
@@ -187,7 +189,8 @@ class ContextAssembler:
         anything of it stays dropped. (Recent turns are never memory hits, so a wider current
         context cannot repeat a memory.) Last, each sentence once across the quoted turns."""
         hidden = {t["id"] for t in draft.items.turns} | said_already(memories, _said(draft.items.turns))
-        draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter, replies=draft.replies)
+        draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter, replies=draft.replies,
+                                       lines=draft.lines)
         wider = draft.current_tokens + draft.memory_budget - draft.recalled.tokens
         if draft.cuts and wider > draft.current_share:
             refit = self._fit_current(rows, opts, wider, refill=True)
@@ -198,9 +201,9 @@ class ContextAssembler:
                 if back & {s.id for s in draft.recalled.sources}:  # a turn put back was a memory: once is enough
                     hidden = back | said_already(memories, _said(draft.items.turns))
                     draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter,
-                                                   replies=draft.replies)
+                                                   replies=draft.replies, lines=draft.lines)
         draft.recalled = self._memories_once(memories, draft.recalled, hidden, _said(draft.items.turns),
-                                             draft.memory_budget, draft.replies)
+                                             draft.memory_budget, draft.replies, draft.lines)
 
     def _verbatim(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
                   history: "History", history_tokens: int, opts: ContextOptions,
@@ -227,9 +230,10 @@ class ContextAssembler:
         others = [m for m in memories if m.conversation_id != conversation] if opts.scope == "user" else []
         shown = {t["id"] for t in history.turns} | said_already(others, _said(history.turns))
         replies = asks_for_a_reply(ask["content"])
-        recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies)
+        lines: Lines = {}
+        recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies, lines=lines)
         recalled = self._memories_once(others, recalled, shown, _said(history.turns), room - external_tokens,
-                                       replies)
+                                       replies, lines)
         cuts += recalled.cuts
         messages = [system, *external_messages, *([recalled.message] if recalled.message else []),
                     *history.messages, ask]
@@ -250,13 +254,13 @@ class ContextAssembler:
                               sources=sources, cuts=cuts, timings_ms=timings, external=report)
 
     def _memories_once(self, memories: Sequence[Memory], recalled: MemorySection, shown: set[UUID], said: set[str],
-                       budget: int, replies: bool) -> MemorySection:
+                       budget: int, replies: bool, lines: Lines) -> MemorySection:
         """The memory section with each sentence of five words or more once (`memories_once`):
         the same memories, repacked (they cost no more now, so all still fit), and the same cuts."""
         once = memories_once(memories, {s.id for s in recalled.sources}, said)
         if once is None:
             return recalled
-        packed = fill_memories(once, shown, budget, self.counter, replies=replies)
+        packed = fill_memories(once, shown, budget, self.counter, replies=replies, lines=lines, report_cuts=False)
         return replace(packed, cuts=recalled.cuts)
 
     def _say_once(self, items: CurrentItems, recalled: MemorySection, memories: Sequence[Memory], replaced: set[str]
@@ -264,10 +268,10 @@ class ContextAssembler:
         """The current context without what its turns, the memories or a correction already say
         (in place); its messages and tokens."""
         # The memories' sentences from their turns' texts (cached per turn), not from the section's
-        # text, which is new on every call.
-        texts = {f.id: f.text for m in memories for f in m.fragments} | {
-            m.id: m.text for m in memories if m.kind != "message"}
-        said = set().union(_said(items.turns), replaced, *(keys(texts.get(s.id, "")) for s in recalled.sources))
+        # text, which is new on every call. Ids as the UUIDs' ints (UUID.__hash__ is Python code).
+        texts = {f.id.int: f.text for m in memories for f in m.fragments} | {
+            m.id.int: m.text for m in memories if m.kind != "message"}
+        said = set().union(_said(items.turns), replaced, *(keys(texts.get(s.id.int, "")) for s in recalled.sources))
         items.say_once(said, {str(t["id"]) for t in items.turns}
                        | {str(s.id) for s in recalled.sources if s.kind == "message"})
         messages = items.messages()
@@ -279,25 +283,34 @@ class ContextAssembler:
         such, and the sentences the summaries must leave out."""
         if not items.corrections:
             return memories, set()
+        # Turns are named by their ids' ints here (the board's sources, as text, are turned into
+        # ints once): str() of a UUID is Python code, and ~300 memory turns come with a search.
+        corrections = [replace(c, sources=frozenset(map(_id_int, c.sources))) for c in items.corrections]
+        sources = set().union(*(c.sources for c in corrections))
         fragments = [f for m in memories for f in m.fragments]
-        ids = {f.id: str(f.id) for f in fragments}  # the turns' ids as the board's sources name them
-        people = {c.who for c in items.corrections}  # a correction replaces only what its person said
-        statements = [*(Statement(f.who, s, ids[f.id], f.seq) for f in fragments if f.who in people
-                        for s in turn_sentences(f.text)),
+        # a correction replaces only what its person said, and a sentence sharing a slot with it
+        slots: dict[str, frozenset[str]] = {}
+        for c in corrections:
+            slots[c.who] = slots.get(c.who, frozenset()) | c.slots
+        statements = [*(frozen_new(Statement, {"who": f.who, "text": s, "turn": f.id.int, "seq": f.seq})
+                        for f in fragments if f.who in slots for s in turn_sentences(f.text)
+                        if shares_slot(s, slots[f.who])),
                       *items.summary_statements()]
-        seqs = {**{ids[f.id]: f.seq for f in fragments if f.seq is not None},
-                **{str(t["id"]): t["last_seq"] for t in items.turns}}
-        said, turns = superseded(items.corrections, statements, seqs)
-        if not turns:
+        recent = {t["id"].int: t for t in items.turns}
+        seqs = {**{f.id.int: f.seq for f in fragments if f.seq is not None and f.id.int in sources},
+                **{i: t["last_seq"] for i, t in recent.items()}}
+        said, replaced = superseded(corrections, statements, seqs)
+        if not replaced:
             return memories, said
-        times = {**{ids[f.id]: f.time for f in fragments}, **{str(t["id"]): t["created_at"] for t in items.turns}}
+        times = {**{f.id.int: f.time for f in fragments if f.id.int in sources},
+                 **{i: t["created_at"] for i, t in recent.items()}}
 
         def note(correction: Correction) -> str:
             return replaced_note(correction, min((times[s] for s in correction.sources if times.get(s)), default=None))
 
-        return [replace(m, fragments=tuple(replace(f, text=f.text + note(turns[ids[f.id]])) if ids[f.id] in turns
+        return [replace(m, fragments=tuple(replace(f, text=f.text + note(replaced[f.id.int])) if f.id.int in replaced
                                            else f for f in m.fragments))
-                if any(ids[f.id] in turns for f in m.fragments) else m for m in memories], said
+                if any(f.id.int in replaced for f in m.fragments) else m for m in memories], said
 
     def _fixed_section(self, name: str, message: dict[str, str]) -> SectionReport:
         tokens = message_tokens(self.counter, message["role"], message["content"])
@@ -438,6 +451,7 @@ class _Draft:
     external_sources: list[Source] = field(default_factory=list)
     external_tokens: int = 0
     replies: bool = False  # the query asks what the assistant said (memories weigh its replies as lines)
+    lines: Lines = field(default_factory=dict)  # the memory turns' lines, shared by this context's fills
 
     def messages(self, system: dict, ask: dict) -> list[dict[str, str]]:
         memory = [self.recalled.message] if self.recalled.message else []
@@ -467,6 +481,15 @@ def whole_history(rows: Sequence[Mapping[str, Any]]) -> History | None:
     if len(turns) < count:
         return None
     return History(turns, [{"role": _chat_role(t["role"]), "content": t["content"]} for t in turns])
+
+
+def _id_int(text: str) -> int | str:
+    """A board source's id as the int of its UUID (as turns are named in `_supersede`); the text
+    itself when it names no UUID (it then matches no turn)."""
+    try:
+        return UUID(text).int
+    except ValueError:
+        return text
 
 
 def _said(turns: Sequence[Mapping[str, Any]]) -> set[str]:

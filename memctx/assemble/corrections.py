@@ -27,7 +27,7 @@ from memctx.summarize.types import BoardItem, unprefixed
 class Correction:
     who: str
     text: str  # what the person said, without "Name: "
-    sources: frozenset[str]  # the ids of the turns it came from
+    sources: frozenset[int | str]  # the ids of the turns it came from
     slots: frozenset[str]
 
 
@@ -37,7 +37,7 @@ class Statement:
 
     who: str | None
     text: str
-    turn: str | None = None
+    turn: int | str | None = None  # the turn's id, as the corrections' sources name it
     seq: int | None = None
 
 
@@ -79,13 +79,13 @@ def summary_statements(text: str) -> tuple[Statement, ...]:
 
 
 def superseded(corrections: Sequence[Correction], statements: Iterable[Statement],
-               seqs: Mapping[str, int]) -> tuple[set[str], dict[str, Correction]]:
+               seqs: Mapping[int | str, int]) -> tuple[set[str], dict[int | str, Correction]]:
     """What the corrections replace among `statements`: the sentence keys to leave out, and the
     turns (by id) to mark, with the correction that replaced each. `seqs` holds the seq of the
     turns known to the context, so a statement said after its correction is never replaced."""
     pool = list(statements)
     keys: set[str] = set()
-    turns: dict[str, Correction] = {}
+    turns: dict[int | str, Correction] = {}
     for correction in corrections:
         at = min((seqs[s] for s in correction.sources if s in seqs), default=None)
         scored = []
@@ -109,6 +109,12 @@ def superseded(corrections: Sequence[Correction], statements: Iterable[Statement
         keys.add(chosen)
         turns.update({st.turn: correction for _, k, st in scored if k == chosen and st.turn})
     return keys, turns
+
+
+def shares_slot(sentence: str, slots: frozenset[str]) -> bool:
+    """Whether `sentence` has a word in one of `slots` (the union of a person's corrections'):
+    only such a sentence can be one a correction replaces (`superseded` weighs the rest at 0)."""
+    return not _slots(sentence).isdisjoint(slots)
 
 
 @lru_cache(maxsize=65_536)

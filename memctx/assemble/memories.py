@@ -37,6 +37,11 @@ LINE_TOKENS = 100
 _TOKENS = attrgetter("token_count")
 _RANK = itemgetter(0, 1)  # an offer's order: best worth first, then as offered
 
+# The turns' lines of one context, shared by its fills: id(fragment) → (line, its tokens with
+# its newline, session key, the fragment). A context's fills offer the same fragments (the
+# memories of one search, and the same turns re-cut by `memories_once`), each costed once.
+Lines = dict[int, tuple[str, int, tuple[Any, ...], Fragment]]
+
 
 def _sides(memory: Memory) -> tuple[list[Fragment], list[Fragment], list[Fragment], Fragment | None]:
     """The ways a memory may be shown at less than its whole, from one pass over its turns (one
@@ -142,11 +147,11 @@ class _Packing:
     chosen: dict[int, tuple[Memory, list[Fragment]]] = field(default_factory=dict)
     seqs: dict[Any, list[int]] = field(default_factory=dict)  # session key → the seqs shown under it, sorted
     excerpts: dict[UUID, int] = field(default_factory=dict)  # message id shown as an excerpt → its memory's rank
-    # Each turn's line, its tokens and its session key, worked out once per fill (a turn is
-    # costed when offered, placed when taken, rendered again by every `render` of the section),
-    # by the fragment's identity: the offers hold every fragment for the whole fill, so no
-    # identity is reused.
-    turns: dict[int, tuple[str, int, tuple[Any, ...]]] = field(default_factory=dict)
+    # Each turn's line, its tokens and its session key, worked out once (a turn is costed when
+    # offered, placed when taken, rendered again by every `render` of the section, and offered
+    # again by the later fills of one context: `Lines`), by the fragment's identity; each entry
+    # holds its fragment, so no identity is reused while the entry lives.
+    turns: "Lines" = field(default_factory=dict)
     gap: int = field(init=False, default=0)  # a gap mark's tokens with its newline
 
     def __post_init__(self) -> None:
@@ -155,12 +160,13 @@ class _Packing:
     def line(self, text: str) -> int:
         return self.counter.count(text + "\n")
 
-    def turn(self, fragment: Fragment) -> tuple[str, int, tuple[Any, ...]]:
-        """The fragment's line (`turn_line`), its tokens (`line`) and its `session_key`."""
+    def turn(self, fragment: Fragment) -> tuple[str, int, tuple[Any, ...], Fragment]:
+        """The fragment's line (`turn_line`), its tokens (`line`) and its `session_key` (and the
+        fragment itself, which keeps its identity taken)."""
         known = self.turns.get(id(fragment))
         if known is None:
             text = turn_line(fragment)
-            known = self.turns[id(fragment)] = (text, self.line(text), session_key(fragment))
+            known = self.turns[id(fragment)] = (text, self.line(text), session_key(fragment), fragment)
         return known
 
     def text(self, fragment: Fragment) -> str:
@@ -174,7 +180,7 @@ class _Packing:
             return self.line(summary_line(memory)), {}
         total, seqs = 0, {}
         for fragment in fragments:
-            _, tokens, key = self.turn(fragment)
+            _, tokens, key, _ = self.turn(fragment)
             if key not in seqs:
                 seqs[key] = list(self.seqs.get(key, ()))
                 total += 0 if seqs[key] else self.line(session_header(fragment))
@@ -232,48 +238,73 @@ def _insert(seqs: list[int], seq: int | None) -> int:
     return gap_between(before, seq) + gap_between(seq, after) - gap_between(before, after)
 
 
+@dataclass
+class _Fill:
+    """A fill's state: its packing, what it offered (best first) and the ranks it left out."""
+
+    packing: _Packing
+    offered: list[tuple[Memory, Sequence[Fragment]]]
+    left: list[int] = field(default_factory=list)
+
+    def take(self, ranks: Sequence[int], budget: int) -> None:
+        """Take, in order, each offer of `ranks` whose cost fits what is left of `budget`."""
+        packing = self.packing
+        for rank in ranks:
+            memory, kept = self.offered[rank]
+            fragments = [f for f in kept if f.id.int not in packing.shown]
+            upgrades = packing.upgrades(kept)
+            if memory.kind == "message" and not fragments and not upgrades:
+                continue
+            if sum(map(_TOKENS, fragments)) - len(fragments) > budget - packing.tokens:
+                self.left.append(rank)  # cannot fit, whatever its lines cost (a line costs at least its text less one)
+                continue
+            cost, seqs = packing.cost(memory, fragments)
+            cost += sum(packing.upgrade_cost(f) for f in upgrades)
+            if packing.tokens + cost > budget:
+                self.left.append(rank)
+                continue
+            packing.add(rank, memory, fragments, cost, seqs, upgrades)
+
+    def section(self, budget: int, report_cuts: bool) -> MemorySection:
+        """The section as packed, exact and within `budget`, with its sources and cuts."""
+        packing, counter = self.packing, self.packing.counter
+        groups = packing.groups()
+        text = packing.render(groups)
+        tokens = message_tokens(counter, ROLE, text)
+        while packing.chosen and tokens > budget:  # the guard: never over, whatever the tokenizer did
+            self.left.append(packing.drop_last())
+            groups = packing.groups()
+            text = packing.render(groups)
+            tokens = message_tokens(counter, ROLE, text)
+        cuts: list[Cut] = []
+        if report_cuts:
+            taken = {memory.id.int for memory, _ in packing.chosen.values()}
+            memories = [memory for memory, _ in self.offered]
+            cuts = _cuts(list({memories[rank].id.int: memories[rank] for rank in sorted(self.left)
+                               if memories[rank].id.int not in taken}.values()))
+        if not packing.chosen:
+            return MemorySection(None, [], 0, cuts)
+        return MemorySection({"role": ROLE, "content": text},
+                             [_source(line) for group in groups for line in group], tokens, cuts)
+
+
 def fill_memories(memories: Sequence[Memory], shown: Collection[UUID], budget: int, counter: TokenCounter, *,
-                  replies: bool = False) -> MemorySection:
+                  replies: bool = False, lines: Lines | None = None, report_cuts: bool = True) -> MemorySection:
     """Fill the memory section best first within `budget` tokens (its whole message, exact).
 
     Takes, by worth per line (`offers`), every memory whose cost fits what is left; a memory
     that does not fit is skipped and a smaller later one may still fit. Turns already shown
     (`shown`: the current context's) are not repeated; a memory with nothing new is skipped.
-    `replies`: the query asks what the assistant said, and its replies are weighed as lines."""
+    `replies`: the query asks what the assistant said, and its replies are weighed as lines.
+    `lines`: the turns' lines as an earlier fill of the same context worked them out (`Lines`,
+    filled in here). Without `report_cuts` the section reports no cuts (a repacking, whose
+    caller keeps the cuts of the fill it repacks)."""
     empty = message_tokens(counter, ROLE, memory_section([]))
-    packing = _Packing(counter, {i.int for i in shown}, empty - counter.count(MEMORY_HEADER) + counter.count(MEMORY_HEADER + "\n"))
-    left: list[int] = []
-    offered = offers(memories, replies)
-    memories = [memory for memory, _ in offered]
-    for rank, (memory, kept) in enumerate(offered):
-        fragments = [f for f in kept if f.id.int not in packing.shown]
-        upgrades = packing.upgrades(kept)
-        if memory.kind == "message" and not fragments and not upgrades:
-            continue
-        if sum(map(_TOKENS, fragments)) - len(fragments) > budget - packing.tokens:
-            left.append(rank)  # cannot fit, whatever its lines cost (a line costs at least its text less one)
-            continue
-        cost, seqs = packing.cost(memory, fragments)
-        cost += sum(packing.upgrade_cost(f) for f in upgrades)
-        if packing.tokens + cost > budget:
-            left.append(rank)
-            continue
-        packing.add(rank, memory, fragments, cost, seqs, upgrades)
-    groups = packing.groups()
-    text = packing.render(groups)
-    tokens = message_tokens(counter, ROLE, text)
-    while packing.chosen and tokens > budget:  # the guard: never over, whatever the tokenizer did
-        left.append(packing.drop_last())
-        groups = packing.groups()
-        text = packing.render(groups)
-        tokens = message_tokens(counter, ROLE, text)
-    taken = {memory.id.int for memory, _ in packing.chosen.values()}
-    cuts = _cuts(list({memories[rank].id.int: memories[rank] for rank in sorted(left)
-                       if memories[rank].id.int not in taken}.values()))
-    if not packing.chosen:
-        return MemorySection(None, [], 0, cuts)
-    return MemorySection({"role": ROLE, "content": text},
-                         [_source(line) for group in groups for line in group], tokens, cuts)
+    packing = _Packing(counter, {i.int for i in shown}, empty - counter.count(MEMORY_HEADER) + counter.count(MEMORY_HEADER + "\n"),
+                       turns={} if lines is None else lines)
+    fill = _Fill(packing, offers(memories, replies))
+    fill.take(range(len(fill.offered)), budget)
+    return fill.section(budget, report_cuts)
 
 
 def _source(line: Line) -> Source:

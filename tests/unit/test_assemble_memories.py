@@ -226,3 +226,12 @@ def test_an_excerpt_stands_where_its_whole_turn_would_and_never_before_a_short_t
     assert _lines(one) == ["[22 May 2023]", f"Caroline: {short.text}"]
     both = fill_memories([hit, other], set(), 120, COUNTER)
     assert f"assistant (excerpt of a {reply.token_count}-token reply): …{excerpt.text}…" in _lines(both)
+
+
+def test_a_context_s_fills_share_their_lines_and_give_the_same_section():
+    memories = [_memory(_turn(1, i, f"Line {i} of the first session.")) for i in range(1, 6)]
+    lines = {}
+    first = fill_memories(memories, set(), 1000, COUNTER, lines=lines)
+    assert len(lines) == 5
+    again = fill_memories(memories, set(), 1000, COUNTER, lines=lines, report_cuts=False)
+    assert again.message == first.message and again.sources == first.sources and again.tokens == first.tokens
