@@ -26,7 +26,7 @@ from memctx.assemble.budget import MIN_MESSAGE_TOKENS, BudgetTooSmall, CachedCou
 from memctx.assemble.corrections import (Correction, Statement, replaced_note, shares_slot, superseded,
                                          turn_sentences)
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
-from memctx.assemble.memories import Lines, MemorySection, fill_memories
+from memctx.assemble.memories import Lines, MemorySection, fill_memories, more_memories
 from memctx.assemble.render import external_block, external_section
 from memctx.assemble.repeats import keys, memories_once
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
@@ -138,7 +138,7 @@ class ContextAssembler:
             # what the current context no longer says goes to the memories that were left out for
             # room, and the current context then leaves out what they say too
             draft.memory_budget += said_before - draft.current_tokens
-            self._recall(draft, rows, opts, memories)
+            self._recall(draft, rows, opts, memories, resume=True)
             draft.current_messages, draft.current_tokens = self._say_once(draft.items, draft.recalled, memories,
                                                                           replaced)
         draft.cuts += draft.recalled.cuts
@@ -181,16 +181,21 @@ class ContextAssembler:
         draft.cuts += cuts
 
     def _recall(self, draft: "_Draft", rows: Sequence[Mapping[str, Any]], opts: ContextOptions,
-                memories: Sequence[Memory]) -> None:
+                memories: Sequence[Memory], resume: bool = False) -> None:
         """The memory section, filled best first with what the current context does not show.
 
         Shares are targets, not walls: what the current context leaves goes to the memories
         (`memory_budget`), and what the memories leave goes back to the current context before
         anything of it stays dropped. (Recent turns are never memory hits, so a wider current
-        context cannot repeat a memory.) Last, each sentence once across the quoted turns."""
+        context cannot repeat a memory.) Last, each sentence once across the quoted turns.
+        `resume`: the memory budget grew since the last fill, which goes on where it stopped."""
         hidden = {t["id"] for t in draft.items.turns} | said_already(memories, _said(draft.items.turns))
-        draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter, replies=draft.replies,
-                                       lines=draft.lines)
+        if resume and draft.filled is not None:
+            draft.recalled = more_memories(draft.filled, draft.memory_budget)
+        else:
+            draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter, replies=draft.replies,
+                                           lines=draft.lines, resumable=True)
+        draft.filled = draft.recalled
         wider = draft.current_tokens + draft.memory_budget - draft.recalled.tokens
         if draft.cuts and wider > draft.current_share:
             refit = self._fit_current(rows, opts, wider, refill=True)
@@ -200,8 +205,9 @@ class ContextAssembler:
                 back = {t["id"] for t in draft.items.turns}
                 if back & {s.id for s in draft.recalled.sources}:  # a turn put back was a memory: once is enough
                     hidden = back | said_already(memories, _said(draft.items.turns))
-                    draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter,
-                                                   replies=draft.replies, lines=draft.lines)
+                    draft.recalled = draft.filled = fill_memories(memories, hidden, draft.memory_budget, self.counter,
+                                                                  replies=draft.replies, lines=draft.lines,
+                                                                  resumable=True)
         draft.recalled = self._memories_once(memories, draft.recalled, hidden, _said(draft.items.turns),
                                              draft.memory_budget, draft.replies, draft.lines)
 
@@ -452,6 +458,7 @@ class _Draft:
     external_tokens: int = 0
     replies: bool = False  # the query asks what the assistant said (memories weigh its replies as lines)
     lines: Lines = field(default_factory=dict)  # the memory turns' lines, shared by this context's fills
+    filled: MemorySection | None = None  # the last fill of the memories, before each sentence once: to resume
 
     def messages(self, system: dict, ask: dict) -> list[dict[str, str]]:
         memory = [self.recalled.message] if self.recalled.message else []

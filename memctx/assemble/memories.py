@@ -128,6 +128,7 @@ class MemorySection:
     sources: list[Source]
     tokens: int
     cuts: list[Cut]
+    fill: "_Fill | None" = field(default=None, compare=False, repr=False)  # to resume (`more_memories`)
 
 
 @dataclass
@@ -240,7 +241,8 @@ def _insert(seqs: list[int], seq: int | None) -> int:
 
 @dataclass
 class _Fill:
-    """A fill's state: its packing, what it offered (best first) and the ranks it left out."""
+    """A fill's state: its packing, what it offered (best first) and the ranks it left out. A
+    later fill of the same context may resume it with more room (`more_memories`)."""
 
     packing: _Packing
     offered: list[tuple[Memory, Sequence[Fragment]]]
@@ -265,7 +267,7 @@ class _Fill:
                 continue
             packing.add(rank, memory, fragments, cost, seqs, upgrades)
 
-    def section(self, budget: int, report_cuts: bool) -> MemorySection:
+    def section(self, budget: int, report_cuts: bool, resumable: bool) -> MemorySection:
         """The section as packed, exact and within `budget`, with its sources and cuts."""
         packing, counter = self.packing, self.packing.counter
         groups = packing.groups()
@@ -282,14 +284,16 @@ class _Fill:
             memories = [memory for memory, _ in self.offered]
             cuts = _cuts(list({memories[rank].id.int: memories[rank] for rank in sorted(self.left)
                                if memories[rank].id.int not in taken}.values()))
+        state = self if resumable else None
         if not packing.chosen:
-            return MemorySection(None, [], 0, cuts)
+            return MemorySection(None, [], 0, cuts, state)
         return MemorySection({"role": ROLE, "content": text},
-                             [_source(line) for group in groups for line in group], tokens, cuts)
+                             [_source(line) for group in groups for line in group], tokens, cuts, state)
 
 
 def fill_memories(memories: Sequence[Memory], shown: Collection[UUID], budget: int, counter: TokenCounter, *,
-                  replies: bool = False, lines: Lines | None = None, report_cuts: bool = True) -> MemorySection:
+                  replies: bool = False, lines: Lines | None = None, report_cuts: bool = True,
+                  resumable: bool = False) -> MemorySection:
     """Fill the memory section best first within `budget` tokens (its whole message, exact).
 
     Takes, by worth per line (`offers`), every memory whose cost fits what is left; a memory
@@ -298,13 +302,27 @@ def fill_memories(memories: Sequence[Memory], shown: Collection[UUID], budget: i
     `replies`: the query asks what the assistant said, and its replies are weighed as lines.
     `lines`: the turns' lines as an earlier fill of the same context worked them out (`Lines`,
     filled in here). Without `report_cuts` the section reports no cuts (a repacking, whose
-    caller keeps the cuts of the fill it repacks)."""
+    caller keeps the cuts of the fill it repacks). A `resumable` section keeps its fill's state
+    for `more_memories`."""
     empty = message_tokens(counter, ROLE, memory_section([]))
     packing = _Packing(counter, {i.int for i in shown}, empty - counter.count(MEMORY_HEADER) + counter.count(MEMORY_HEADER + "\n"),
                        turns={} if lines is None else lines)
     fill = _Fill(packing, offers(memories, replies))
     fill.take(range(len(fill.offered)), budget)
-    return fill.section(budget, report_cuts)
+    return fill.section(budget, report_cuts, resumable)
+
+
+def more_memories(section: MemorySection, budget: int) -> MemorySection:
+    """`section`'s fill resumed with `budget` tokens, more than it had: the memories it left out
+    for room are offered again, best first, and taken where they fit now; what it took stays.
+    (A fill from scratch would cost every offer again, and might trade a memory it took for a
+    better one the wider room now holds.) The state is the section's: resume it once."""
+    fill = section.fill
+    if fill is None:
+        raise ValueError("the section was not filled resumable")
+    ranks, fill.left = sorted(fill.left), []
+    fill.take(ranks, budget)
+    return fill.section(budget, True, True)
 
 
 def _source(line: Line) -> Source:

@@ -5,7 +5,7 @@ from uuid import uuid4
 
 import pytest
 
-from memctx.assemble.memories import LINE_TOKENS, fill_memories
+from memctx.assemble.memories import LINE_TOKENS, fill_memories, more_memories
 from memctx.assemble.render import GAP, MEMORY_HEADER
 from memctx.retrieve.types import Fragment, Memory, Passage, Provenance
 from memctx.tokens import get_counter, message_tokens
@@ -226,6 +226,22 @@ def test_an_excerpt_stands_where_its_whole_turn_would_and_never_before_a_short_t
     assert _lines(one) == ["[22 May 2023]", f"Caroline: {short.text}"]
     both = fill_memories([hit, other], set(), 120, COUNTER)
     assert f"assistant (excerpt of a {reply.token_count}-token reply): …{excerpt.text}…" in _lines(both)
+
+
+def test_more_room_resumes_the_fill_where_it_stopped_keeping_what_it_took():
+    big = _memory(_turn(1, 1, "We drove along the coast for a week and slept in a different town every night. " * 6))
+    small = [_memory(_turn(2, i, f"Short note number {i} about the trip.")) for i in range(1, 4)]
+    memories = [big, *small]
+    first = fill_memories(memories, set(), 120, COUNTER, resumable=True)
+    assert {s.id for s in first.sources} == {m.id for m in small}  # the long turn left out for room
+    assert first.cuts and first.cuts[0].ids == (str(big.id),)
+    more = more_memories(first, 400)
+    assert {s.id for s in more.sources} == {m.id for m in memories}  # taken now, the rest kept
+    assert more.cuts == [] and more.tokens == message_tokens(COUNTER, "system", more.message["content"]) <= 400
+    # as a fill from scratch at 400 would: every memory fits
+    assert more.message == fill_memories(memories, set(), 400, COUNTER).message
+    with pytest.raises(ValueError):
+        more_memories(fill_memories(memories, set(), 120, COUNTER), 400)  # not kept resumable
 
 
 def test_a_context_s_fills_share_their_lines_and_give_the_same_section():
