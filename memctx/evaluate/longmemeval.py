@@ -14,9 +14,10 @@ evidence turns memctx's context cites (among its sources, whole or as an excerpt
 message: `evidence_cited`), the evidence turns found whole or cited with each of their
 sentences in the context (with "…" for a sentence another quoted turn says: `evidence_quoted`),
 answer containment for short answers, tokens, p50 / p95 latency, sentences said more than once
-(`repeated_sentences`, of `sentences`), the same by question type, and the BM25, dense and RRF(BM25, dense) baselines: whole turns of the user ranked by plain Okapi BM25, by
-cosine over memctx's own stored vectors, and by their reciprocal-rank fusion, packed best first
-into the same budget and rendered as memory lines.
+(`repeated_sentences`, of `sentences`), the same by question type, and the BM25, dense and
+RRF(BM25, dense) baselines: whole turns of the user ranked by plain Okapi BM25, by cosine over
+memctx's own stored vectors, and by their reciprocal-rank fusion, packed best first into the same
+budget and rendered as memory lines.
 """
 
 from __future__ import annotations
