@@ -3,8 +3,8 @@
 Owns: splitting text into comparable sentences (a speaker's "Name:" lead, date brackets, bullets
 and case set aside, so "user: I'll buy the tickets." and "Priya: I'll buy the tickets." are one
 sentence), `strip_said` (a text without the sentences already said), `elide_said` (the same for
-a quoted turn, with "…" where a sentence was left out) and `repeated_sentences` (how many
-sentences of five words or more a context says more than once). Pure; no I/O.
+a quoted turn, with "…" where a sentence was left out) and `sentence_tally` (how many
+sentences of five words or more a context says more than once, of how many). Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -73,19 +73,12 @@ ELIDED = "…"
 
 
 def elide_said(text: str, said: set[str]) -> str:
-    """`text` with "…" for each run of sentences whose words `said` holds (`elided`); its own
-    sentences are then added to `said`. For a turn quoted as evidence: the reader sees that
-    something was left out."""
-    out = elided(text, said)
-    said.update(keys(text))
-    return out
-
-
-def elided(text: str, said: Collection[str]) -> str:
     """`text` with "…" for each run of sentences whose words `said` holds, or an earlier sentence
-    of `text` says; `said` is left as it is. A text with nothing said already comes back as it
-    was."""
+    of `text` says; its own sentences are then added to `said`. For a turn quoted as evidence:
+    the reader sees that something was left out. A text with nothing said already comes back as
+    it was."""
     if not keys(text) & said and _distinct(text):
+        said.update(keys(text))
         return text
     seen: set[str] = set()
     lines: list[str] = []
@@ -102,6 +95,7 @@ def elided(text: str, said: Collection[str]) -> str:
                 seen.add(k)
             kept.append(sentence)
         lines.append(" ".join(kept) if cut else line)
+    said.update(seen)
     return "\n".join(lines)
 
 
@@ -114,7 +108,7 @@ def _distinct(text: str) -> bool:
 def memories_once(memories: Sequence[Memory], chosen: Collection[UUID], said: Collection[str]) -> list[Memory] | None:
     """The `chosen` memories (ids of the turns and summaries a memory section shows) with each
     sentence of five words or more once: in rank order, a memory's hit before its partners, each
-    turn is `elided` of what `said` (the recent turns') or a turn before it already says, and a
+    turn is `elide_said` of what `said` (the recent turns') or a turn before it already says, and a
     turn left with nothing of its own goes (another turn says all of it, and is cited). The
     turns that stay are cited whole or with their "…", so the reader sees that something was
     left out. A chat user's requests share their openings ("I'm looking for some book
@@ -146,14 +140,14 @@ def memories_once(memories: Sequence[Memory], chosen: Collection[UUID], said: Co
     return out
 
 
-def repeated_sentences(messages: Sequence[Mapping[str, str]] | Iterable[str]) -> int:
-    """How many times a sentence of five words or more recurs in the context (0: each said once)."""
+def sentence_tally(messages: Sequence[Mapping[str, str]] | Iterable[str]) -> tuple[int, int]:
+    """How many times a sentence of five words or more recurs in the context (0: each said once),
+    and how many such sentences it holds, repeats included."""
     texts = [m if isinstance(m, str) else m["content"] for m in messages]
     counts = Counter(k for text in texts for k in map(key, sentences(text)) if k)
-    return sum(n - 1 for n in counts.values() if n > 1)
+    return sum(n - 1 for n in counts.values() if n > 1), sum(counts.values())
 
 
-def sentence_count(messages: Sequence[Mapping[str, str]] | Iterable[str]) -> int:
-    """Sentences of five words or more in the context, repeats included."""
-    texts = [m if isinstance(m, str) else m["content"] for m in messages]
-    return sum(1 for text in texts for k in map(key, sentences(text)) if k)
+def repeated_sentences(messages: Sequence[Mapping[str, str]] | Iterable[str]) -> int:
+    """How many times a sentence of five words or more recurs in the context (0: each said once)."""
+    return sentence_tally(messages)[0]

@@ -35,7 +35,7 @@ from uuid import UUID, uuid5
 import numpy as np
 
 from memctx.assemble.context import ContextAssembler, assembler_for
-from memctx.assemble.repeats import repeated_sentences, sentence_count, sentences
+from memctx.assemble.repeats import sentence_tally, sentences
 from memctx.assemble.types import Source
 from memctx.evaluate.baselines import bm25_scores, bm25_terms, pack, rrf_order, turn_line
 from memctx.evaluate.locomo import contains_answer, normalize
@@ -258,7 +258,8 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
             t0 = time.perf_counter()
             wc = assembler.get_working_context(user, asked, instance.question, budget, now=instance.question_date)
             ms = (time.perf_counter() - t0) * 1000
-            repeats[budget].update(repeated=repeated_sentences(wc.messages), sentences=sentence_count(wc.messages))
+            repeated, said = sentence_tally(wc.messages)
+            repeats[budget].update(repeated=repeated, sentences=said)
             for tally in _tallies(arms, by_type, budget, instance, "memctx"):
                 tally.add(instance, wc.text, wc.tokens, texts, ms, wc.sources)
         for kind, ranked in baseline_rankings(rows, instance.question).items():

@@ -22,7 +22,7 @@ from uuid import UUID
 
 from memctx.tokens import message_tokens, messages_tokens
 from memctx.assemble.context import ContextAssembler, assembler_for
-from memctx.assemble.repeats import repeated_sentences, sentence_count
+from memctx.assemble.repeats import sentence_tally
 from memctx.evaluate.run import mean_of
 from memctx.evaluate.locomo import POOLED_CATEGORIES, Question, evidence_found, load_questions
 from memctx.evaluate.retention import Gold, RetentionTally, load_observations
@@ -114,7 +114,7 @@ def _add(tally: _PrefixTally, q: Question, messages: Sequence[Mapping[str, str]]
          texts: Mapping[str, str]) -> None:
     tally.used.append(tokens)
     tally.history.append(full)
-    repeated, said = repeated_sentences(messages), sentence_count(messages)
+    repeated, said = sentence_tally(messages)
     tally.verbatim += tokens == full
     tally.repeated += repeated
     tally.sentences += said

@@ -36,7 +36,7 @@ import numpy as np
 
 from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.assemble.render import session_header, session_key, turn_line as memory_line
-from memctx.assemble.repeats import repeated_sentences, sentence_count
+from memctx.assemble.repeats import sentence_tally
 from memctx.evaluate.baselines import BASELINES, baseline_context, turn_line
 from memctx.evaluate.locomo import (CATEGORIES, CONTAINMENT_CATEGORIES, POOLED_CATEGORIES, Question,
                                     contains_answer, evidence_found, load_questions)
@@ -193,7 +193,8 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
             t0 = time.perf_counter()
             wc = assembler.get_working_context(owners[cid], cid, q.question, budget)
             ms = (time.perf_counter() - t0) * 1000
-            repeats[budget].update(repeated=repeated_sentences(wc.messages), sentences=sentence_count(wc.messages))
+            repeated, said = sentence_tally(wc.messages)
+            repeats[budget].update(repeated=repeated, sentences=said)
             arms[budget]["memctx"].add(q, wc.text, wc.tokens, texts[cid], ms)
             kept[budget]["memctx"].add(gold[cid], wc.text, wc.tokens)
             by_cat[budget][q.category].add(q, wc.text, wc.tokens, texts[cid], ms)
