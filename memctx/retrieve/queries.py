@@ -37,6 +37,9 @@ PASSAGES = {"exact": "search_passages_exact", "bounded": "search_passages_exact"
             "quantized": "search_passages_index"}
 PASSAGE_SCOPES = {"search_conversation": sql.SQL("and p.conversation_id = %(conversation_id)s::uuid"),
                   "search_user": sql.SQL("")}
+# How each search narrows the full-text matches (message_terms, migration 0026) to its scope.
+TERMS_SCOPES = {"search_conversation": sql.SQL("and m.conversation_id = %(conversation_id)s::uuid"),
+                "search_user": sql.SQL("")}
 
 
 def _join(parts, sep: str = ",\n         ") -> sql.Composed:
@@ -79,7 +82,8 @@ def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, pla
         scope=_block(queries, SCOPES[name]), passages=passages,
         dense_turns=_join((_block(queries, b) for b in dense_turns), ",\n"),
         dense=_block(queries, "search_dense_rank"), terms=_block(queries, "search_lexical_terms"),
-        lexical=_block(queries, lexical), hits=hits, message_rows=rows).as_string()
+        lexical=_block(queries, lexical).format(terms_conversation=TERMS_SCOPES[name]), hits=hits,
+        message_rows=rows).as_string()
 
 
 def compose_summaries(signals: Sequence[Signal] = SIGNALS, queries=QUERIES) -> str:

@@ -160,14 +160,7 @@ class MemorySearch:
             params["scope_size"] = inputs["scope_size"]
             plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts, matches_indexed=inputs["scope_tsv_index"],
                                ranged=time_range is not None, user_wide=conversation is None)
-            # A bounded search of a scope within the exact scan runs prepared, on its generic
-            # plan: parsing and planning a custom plan took ~2.3 of 6.2 ms of a conversation's
-            # search on LoCoMo and ~2.8 of 10 ms of a user's, for the same rows
-            # (docs/BENCHMARKS.md). Larger scopes are planned for their values (a heavy user's
-            # rows are not an average user's; their search takes far longer than its planning),
-            # as are the index plan, whose pool comes from the values, and the exact plan,
-            # whose generic plan was no faster and slower in its tail.
-            generic = plan == "bounded" and inputs["scope_size"] <= opts.exact_limit
+            generic = runs_generic(plan, inputs["scope_size"], opts)
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
                 if opts.parallel_workers is not None:  # for the search below: settings last the transaction
@@ -256,6 +249,22 @@ LOOKUP_COST = 4.0
 def pool_size(opts: SearchOptions) -> int:
     """Turns taken from the HNSW index before exact rescoring."""
     return max(opts.k_dense, opts.k_pool)
+
+
+def runs_generic(plan: str, scope_size: int, opts: SearchOptions) -> bool:
+    """Whether a search runs prepared, on its generic plan, rather than planned for its values.
+
+    A bounded search within the exact scan does: parsing and planning a custom plan took ~2.3 of
+    6.2 ms of a conversation's search on LoCoMo and ~2.8 of 10 ms of a user's, for the same rows
+    (docs/BENCHMARKS.md). Larger scopes are planned for their values (a heavy user's rows are not
+    an average user's; their search takes far longer than its planning), as are the index plan,
+    whose pool comes from the values, and the exact plan, whose generic plan was no faster and
+    slower in its tail. A generic plan assumes the average scope, for one conversation a few dozen
+    turns; it finds the full-text matches through message_terms' GIN index all the same, the only
+    index of that table on the scope (migration 0026). Before, it could read the matches of a long
+    conversation by testing each of its messages' tsvectors (0.66 ms a term at 419 turns).
+    """
+    return plan == "bounded" and scope_size <= opts.exact_limit
 
 
 def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions, *, matches_indexed: bool = False,

@@ -294,9 +294,10 @@ turns as materialized (
 -- (Shared block.) The full-text list from the matching turns only (the GIN index under the
 -- scope's filter, at most k_match per term) instead of every turn of the scope: the same BM25.
 -- The scope's size n and mean length come from its conversations' counters (message_count and
--- lexeme_count, kept by the insert trigger), and a match's length from its row's count
--- (`lexemes`, migration 0025; null in a row stored before it, whose tsvector is counted), so no
--- tsvector is read: each sits out of line in the TOAST table. A time range
+-- lexeme_count, kept by the insert trigger), and a match's position and length from its row of
+-- message_terms (migration 0026: ~350 bytes, where a message's row is ~2.5 kB, so no message row
+-- is read for a match). `{terms_conversation}` narrows them to the conversation searched, as the
+-- scope does. A time range
 -- takes part of the conversations: then n is their message_count (`scope_size`, which search.py
 -- reads to choose this block) and the mean length that of the range's 1,000 latest turns. A turn
 -- scores only if it or a neighbour matches, so smoothing spreads each match's score to seq ± 1.
@@ -314,10 +315,16 @@ stats as (
            order by m.conversation_id desc, m.seq desc limit 1000) t
   having %(since)s::timestamptz is not null or %(until)s::timestamptz is not null
 ), matches as materialized (
+  -- from message_terms (migration 0026): the matches' narrow rows, not the messages' own
   select q.term, t.id, t.conversation_id, t.seq, t.len
     from terms q
-   cross join lateral (select m.id, m.conversation_id, m.seq, coalesce(m.lexemes, length(m.tsv)) as len
-                         from scope m where m.tsv @@ q.q limit %(k_match)s) t
+   cross join lateral (select m.message_id as id, m.conversation_id, m.seq, m.lexemes as len
+                         from memctx.message_terms m
+                        where m.user_id = %(user_id)s::uuid {terms_conversation}
+                          and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
+                          and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+                          and m.tsv @@ q.q
+                        limit %(k_match)s) t
 ), bm25 as (
   select x.conversation_id, x.seq,
          sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * x.len / s.avglen))) as score
@@ -420,12 +427,12 @@ select sr.kind, sr.id, sr.conversation_id, null::bigint as seq, sr.first_seq, sr
 -- name: search_plan_inputs
 -- What memctx/retrieve/search.py chooses a search's plan from: the messages in its scope (the
 -- conversations' message_count, kept by the insert trigger), the table's estimated rows (0
--- before the first ANALYZE) and whether 0014 could build the full-text index that serves a
+-- before the first ANALYZE) and whether 0026 could build the full-text index that serves a
 -- user's or a conversation's matches (it needs btree_gin).
 select coalesce(sum(c.message_count), 0)::bigint as scope_size,
        (select greatest(t.reltuples, 0)::bigint from pg_class t where t.oid = 'memctx.messages'::regclass)
          as table_rows,
-       to_regclass('memctx.messages_scope_tsv_idx') is not null as scope_tsv_index
+       to_regclass('memctx.message_terms_scope_tsv_idx') is not null as scope_tsv_index
   from memctx.conversations c
  where c.user_id = %(user_id)s::uuid
    and (%(conversation_id)s::uuid is null or c.id = %(conversation_id)s::uuid)

@@ -73,6 +73,15 @@ select (select count(*) from c) as conversations, (select count(*) from m) as me
        (select count(*) from r) as context_requests, (select count(*) from i) as idempotency_keys,
        (select count(*) from x) as search_cache
 
+-- name: fill_message_terms
+-- The full-text rows (migration 0026) of messages that have none: what a bulk import that writes
+-- messages with triggers off (session_replication_role = replica) runs after it.
+insert into memctx.message_terms (message_id, user_id, conversation_id, seq, created_at, lexemes, tsv)
+select m.id, m.user_id, m.conversation_id, m.seq, m.created_at, coalesce(m.lexemes, length(m.tsv)), m.tsv
+  from memctx.messages m
+ where m.tsv <> ''::tsvector
+    on conflict do nothing
+
 -- name: fill_message_codes
 -- The sign-bit codes (migration 0023) of embedded messages that have none: what a bulk import
 -- that writes messages with triggers off (session_replication_role = replica) runs after it.

@@ -12,7 +12,7 @@ import pytest
 from memctx.models import NewMessage
 from memctx.retrieve import MemorySearch, SearchOptions
 from memctx.retrieve.queries import PLANS, SEARCH_QUERIES
-from memctx.retrieve.search import choose_plan, pool_size
+from memctx.retrieve.search import choose_plan, pool_size, runs_generic
 from memctx.sql import QUERIES
 
 WORDS = ("pottery hiking dolomites budget jazz concert sourdough wedding collie garden tomatoes marathon guitar "
@@ -79,6 +79,15 @@ def test_the_plan_follows_the_scope_size_and_its_share_of_the_table():
     assert choose_plan(100_000, 1_000_000, opts) == "index"  # 10 %: about 6,000 visits instead of 100k rows
     assert choose_plan(100_000, 0, opts) == "index"  # never analyzed: the scope is taken for the table
     assert choose_plan(100_000, 1_000_000, SearchOptions(k_dense=200, k_pool=600, max_scan_tuples=5_000)) == "bounded"
+
+
+
+def test_bounded_searches_within_the_exact_scan_run_generic_plans():
+    opts = SearchOptions()
+    assert runs_generic("bounded", 40, opts) and runs_generic("bounded", 2_000, opts)
+    assert not runs_generic("bounded", 2_001, opts)  # past the exact scan: not the average scope
+    assert not runs_generic("exact", 40, opts)
+    assert not runs_generic("index", 100_000, opts)
 
 
 @pytest.mark.parametrize("analyzed", [False, True])

@@ -180,6 +180,33 @@ CREATE FUNCTION memctx.message_codes_write() RETURNS trigger
 
 
 --
+-- Name: message_terms_write(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.message_terms_write() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  delete from memctx.message_terms t
+   using new_rows r
+   where t.message_id = r.id and t.user_id = r.user_id and r.tsv = ''::pg_catalog.tsvector;
+  insert into memctx.message_terms as t (message_id, user_id, conversation_id, seq, created_at, lexemes, tsv)
+  select r.id, r.user_id, r.conversation_id, r.seq, r.created_at,
+         coalesce(r.lexemes, pg_catalog.length(r.tsv)), r.tsv
+    from new_rows r
+   where r.tsv <> ''::pg_catalog.tsvector
+      on conflict (message_id, user_id) do update
+     set conversation_id = excluded.conversation_id, seq = excluded.seq, created_at = excluded.created_at,
+         lexemes = excluded.lexemes, tsv = excluded.tsv
+   where (t.conversation_id, t.seq, t.created_at, t.lexemes, t.tsv) is distinct from
+         (excluded.conversation_id, excluded.seq, excluded.created_at, excluded.lexemes, excluded.tsv);
+  return null;
+end
+$$;
+
+
+--
 -- Name: message_text(jsonb); Type: FUNCTION; Schema: memctx; Owner: -
 --
 
@@ -726,6 +753,21 @@ CREATE TABLE memctx.message_codes (
 
 
 --
+-- Name: message_terms; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.message_terms (
+    message_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    conversation_id uuid NOT NULL,
+    seq bigint NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    lexemes integer NOT NULL,
+    tsv tsvector NOT NULL
+);
+
+
+--
 -- Name: outbox; Type: TABLE; Schema: memctx; Owner: -
 --
 
@@ -979,6 +1021,14 @@ ALTER TABLE ONLY memctx.idempotency_keys
 
 ALTER TABLE ONLY memctx.message_codes
     ADD CONSTRAINT message_codes_pkey PRIMARY KEY (message_id, user_id);
+
+
+--
+-- Name: message_terms message_terms_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.message_terms
+    ADD CONSTRAINT message_terms_pkey PRIMARY KEY (message_id, user_id);
 
 
 --
@@ -1390,6 +1440,20 @@ ALTER TABLE memctx.messages ENABLE ALWAYS TRIGGER messages_lexemes;
 
 
 --
+-- Name: messages messages_terms_insert; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER messages_terms_insert AFTER INSERT ON memctx.messages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memctx.message_terms_write();
+
+
+--
+-- Name: messages messages_terms_update; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER messages_terms_update AFTER UPDATE ON memctx.messages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memctx.message_terms_write();
+
+
+--
 -- Name: context_requests context_requests_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
 --
 
@@ -1419,6 +1483,14 @@ ALTER TABLE ONLY memctx.idempotency_keys
 
 ALTER TABLE ONLY memctx.message_codes
     ADD CONSTRAINT message_codes_message_fkey FOREIGN KEY (message_id, user_id) REFERENCES memctx.messages(id, user_id) ON DELETE CASCADE;
+
+
+--
+-- Name: message_terms message_terms_message_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.message_terms
+    ADD CONSTRAINT message_terms_message_fkey FOREIGN KEY (message_id, user_id) REFERENCES memctx.messages(id, user_id) ON DELETE CASCADE;
 
 
 --
@@ -1572,6 +1644,19 @@ ALTER TABLE memctx.message_codes ENABLE ROW LEVEL SECURITY;
 --
 
 CREATE POLICY message_codes_owner ON memctx.message_codes FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
+
+
+--
+-- Name: message_terms; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.message_terms ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: message_terms message_terms_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY message_terms_owner ON memctx.message_terms FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -2186,6 +2271,14 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.message_codes TO service_role;
 
 
 --
+-- Name: TABLE message_terms; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT ON TABLE memctx.message_terms TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.message_terms TO service_role;
+
+
+--
 -- Name: TABLE outbox; Type: ACL; Schema: memctx; Owner: -
 --
 
@@ -2400,16 +2493,16 @@ GRANT INSERT(part),UPDATE(part) ON TABLE memctx.working_memory_chunks TO authent
 
 
 --
--- The full-text index of messages, by what the server has (migrations/0014)
+-- The full-text index of messages, by what the server has (migrations/0014, 0026)
 --
 
 DO $$
 BEGIN
   IF EXISTS (SELECT FROM pg_available_extensions WHERE name = 'btree_gin') THEN
     CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public;
-    CREATE INDEX messages_scope_tsv_idx ON memctx.messages USING gin (user_id, conversation_id, tsv);
+    CREATE INDEX message_terms_scope_tsv_idx ON memctx.message_terms USING gin (user_id, conversation_id, tsv);
   ELSE
-    CREATE INDEX messages_tsv_idx ON memctx.messages USING gin (tsv);
+    CREATE INDEX message_terms_tsv_idx ON memctx.message_terms USING gin (tsv);
   END IF;
 END
 $$;

@@ -33,6 +33,7 @@ ACROSS_USERS = {
     "locked_unembedded_summaries": "re-reads the rows that claim locked, of any users",
     "unembedded_summary_count": "the backfill's backlog, of everyone or of one conversation",
     "fill_message_codes": "a bulk import's last step: the codes of every message it wrote with triggers off",
+    "fill_message_terms": "a bulk import's last step: the full-text rows of every message it wrote with triggers off",
     "user_without_lexemes": "the idle backfill finds a user with messages stored before 0025",
 }
 

@@ -27,8 +27,8 @@ DISTRIBUTION_COLUMN = "user_id"
 
 # Distributed by user_id and colocated: everything one user's request reads or writes.
 DISTRIBUTED = {
-    "memctx.conversations", "memctx.messages", "memctx.message_codes", "memctx.summaries", "memctx.summary_boards",
-    "memctx.conversation_summaries", "memctx.working_memory_chunks", "memctx.outbox",
+    "memctx.conversations", "memctx.messages", "memctx.message_codes", "memctx.message_terms", "memctx.summaries",
+    "memctx.summary_boards", "memctx.conversation_summaries", "memctx.working_memory_chunks", "memctx.outbox",
     "memctx.context_requests", "memctx.idempotency_keys", "memctx.search_cache",
 }
 
