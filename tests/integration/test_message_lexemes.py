@@ -37,23 +37,31 @@ def _checked(conn, user) -> int:
     return row["counted"]
 
 
-def test_every_write_path_stores_the_length_of_the_messages_tsvector(app):
-    user = uuid.uuid4()
+def store_every_way(app, user):
+    """Seven messages of `user` written every way memctx and its clients write them: the store's
+    append (COPY), as `memctx ingest` and the API write; plain SQL with the text given, with the
+    text derived from the content blocks (0005), and with no searchable text. Returns the
+    conversation the store and SQL wrote to."""
     conv = app.store.create_conversation(user, external_id="paths")
-    # the store's append (COPY), as `memctx ingest` and the API write; then the insert path of RLS connections
     app.store.append_messages(user, conv.id, [NewMessage.build("user", "We hiked the Dolomites in June"),
                                               NewMessage.build("assistant", "The jazz concert was loud")], embed=False)
     lines = [{"conversation": "ingested", "role": "user", "content": "Sourdough again, third loaf this week",
               "created_at": "2023-06-03T10:00:00Z"}, {"conversation": "ingested", "role": "assistant", "content": "ok"}]
     ingest(app.store, parse_jsonl("\n".join(json.dumps(x) for x in lines)), user)
     with app.pool.connection() as conn:
-        # plain SQL: text given, text derived from the content blocks (0005), no searchable text
         conn.execute("insert into memctx.messages (conversation_id, user_id, role, text) "
                      "values (%s, %s, 'user', 'Kayaking at sunset on the lake')", (conv.id, user))
         conn.execute("insert into memctx.messages (conversation_id, user_id, role, content) values "
                      "(%s, %s, 'user', %s), (%s, %s, 'user', '[]')",
                      (conv.id, user, json.dumps([{"type": "text", "text": "Pottery class"},
                                                  {"type": "image", "caption": "a blue bowl"}]), conv.id, user))
+    return conv
+
+
+def test_every_write_path_stores_the_length_of_the_messages_tsvector(app):
+    user = uuid.uuid4()
+    conv = store_every_way(app, user)
+    with app.pool.connection() as conn:
         assert _checked(conn, user) == 6
         counters = conn.execute("select sum(c.lexeme_count) as counted, (select sum(length(m.tsv)) from "
                                 "memctx.messages m where m.user_id = %s) as stored from memctx.conversations c "

@@ -16,7 +16,7 @@ from memctx.models import NewMessage
 from memctx.retrieve import MemorySearch, SearchOptions
 from memctx.retrieve.search import choose_plan
 from memctx.sql import QUERIES
-from memctx.store.ingest import ingest, parse_jsonl
+from test_message_lexemes import store_every_way
 
 # every searchable message of a user against its full-text row: missing, stale or extra rows
 MISMATCHED = """
@@ -42,19 +42,8 @@ def _rows(conn, user) -> int:
 
 def test_every_write_path_keeps_the_messages_full_text_rows(app):
     user = uuid.uuid4()
-    conv = app.store.create_conversation(user, external_id="paths")
-    app.store.append_messages(user, conv.id, [NewMessage.build("user", "We hiked the Dolomites in June"),
-                                              NewMessage.build("assistant", "The jazz concert was loud")], embed=False)
-    lines = [{"conversation": "ingested", "role": "user", "content": "Sourdough again, third loaf this week",
-              "created_at": "2023-06-03T10:00:00Z"}, {"conversation": "ingested", "role": "assistant", "content": "ok"}]
-    ingest(app.store, parse_jsonl("\n".join(json.dumps(x) for x in lines)), user)
+    conv = store_every_way(app, user)
     with app.pool.connection() as conn:
-        conn.execute("insert into memctx.messages (conversation_id, user_id, role, text) "
-                     "values (%s, %s, 'user', 'Kayaking at sunset on the lake')", (conv.id, user))
-        conn.execute("insert into memctx.messages (conversation_id, user_id, role, content) values "
-                     "(%s, %s, 'user', %s), (%s, %s, 'user', '[]')",
-                     (conv.id, user, json.dumps([{"type": "text", "text": "Pottery class"},
-                                                 {"type": "image", "caption": "a blue bowl"}]), conv.id, user))
         searchable = conn.execute("select count(*) as n from memctx.messages where user_id = %s "
                                   "and tsv <> ''::tsvector", (user,)).fetchone()["n"]
         assert _rows(conn, user) == searchable == 6  # no row for the one without text
