@@ -1,5 +1,5 @@
 -- memctx 0026: the full-text index and what the full-text list reads of a match live in a narrow
--- table of their own, so that a match costs a read of ~300 bytes instead of a message's row.
+-- table of their own, so that a match costs a read of ~350 bytes instead of a message's row.
 --
 -- Past the exact scan, the full-text list (`search_lexical_bounded` in memctx/sql/retrieve.sql)
 -- reads each query term's matches in the scope, at most k_match, and needs of each its
