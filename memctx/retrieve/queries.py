@@ -38,7 +38,7 @@ PASSAGES = {"exact": "search_passages_exact", "bounded": "search_passages_exact"
 PASSAGE_SCOPES = {"search_conversation": sql.SQL("and p.conversation_id = %(conversation_id)s::uuid"),
                   "search_user": sql.SQL("")}
 # How each search narrows the full-text matches (message_terms, migration 0026) to its scope.
-TERMS_SCOPES = {"search_conversation": sql.SQL("and m.conversation_id = %(conversation_id)s::uuid"),
+TERMS_SCOPES = {"search_conversation": sql.SQL("and mt.conversation_id = %(conversation_id)s::uuid"),
                 "search_user": sql.SQL("")}
 
 

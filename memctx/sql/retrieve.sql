@@ -318,12 +318,12 @@ stats as (
   -- from message_terms (migration 0026): the matches' narrow rows, not the messages' own
   select q.term, t.id, t.conversation_id, t.seq, t.len
     from terms q
-   cross join lateral (select m.message_id as id, m.conversation_id, m.seq, m.lexemes as len
-                         from memctx.message_terms m
-                        where m.user_id = %(user_id)s::uuid {terms_conversation}
-                          and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
-                          and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
-                          and m.tsv @@ q.q
+   cross join lateral (select mt.message_id as id, mt.conversation_id, mt.seq, mt.lexemes as len
+                         from memctx.message_terms mt
+                        where mt.user_id = %(user_id)s::uuid {terms_conversation}
+                          and (%(since)s::timestamptz is null or mt.created_at >= %(since)s::timestamptz)
+                          and (%(until)s::timestamptz is null or mt.created_at < %(until)s::timestamptz)
+                          and mt.tsv @@ q.q
                         limit %(k_match)s) t
 ), bm25 as (
   select x.conversation_id, x.seq,
