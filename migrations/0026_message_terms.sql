@@ -18,7 +18,7 @@
 --
 -- A message whose tsvector is empty (no text, no date lexemes) has no row. Rows follow the
 -- messages whoever writes them (the store, plain SQL inserts, an edited text or date), through
--- statement-level triggers that run as their owner, as 0023's codes do: `authenticated` may read
+-- triggers that run as their owner, as 0023's codes do: `authenticated` may read
 -- its own rows (RLS) but write none. A message's deletion takes its row along. A bulk import with
 -- triggers off (session_replication_role = replica) writes none: it fills them as the insert
 -- below does (`fill_message_terms` in memctx/sql/store.sql). lexemes is the tsvector's length:
@@ -42,30 +42,17 @@ create policy message_terms_owner on memctx.message_terms for select to authenti
 grant select on memctx.message_terms to authenticated;
 grant select, insert, update, delete on memctx.message_terms to service_role;
 
--- After an insert or an update: the rows of the messages written, rewritten where their
--- tsvector, date or position changed, removed where the tsvector became empty. One function for
--- both triggers (a trigger with transition tables fires on one event), on every update (a
--- trigger with transition tables takes no column list); the worker's embedding updates change
--- nothing here and write nothing.
-create function memctx.message_terms_write() returns trigger
+-- After an insert: the rows of the messages written, in one statement (an append is one COPY).
+create function memctx.message_terms_insert() returns trigger
 language plpgsql
 security definer
 set search_path = ''
 as $$
 begin
-  delete from memctx.message_terms t
-   using new_rows r
-   where t.message_id = r.id and t.user_id = r.user_id and r.tsv = ''::pg_catalog.tsvector;
-  insert into memctx.message_terms as t (message_id, user_id, conversation_id, seq, created_at, lexemes, tsv)
-  select r.id, r.user_id, r.conversation_id, r.seq, r.created_at,
-         coalesce(r.lexemes, pg_catalog.length(r.tsv)), r.tsv
+  insert into memctx.message_terms (message_id, user_id, conversation_id, seq, created_at, lexemes, tsv)
+  select r.id, r.user_id, r.conversation_id, r.seq, r.created_at, coalesce(r.lexemes, pg_catalog.length(r.tsv)), r.tsv
     from new_rows r
-   where r.tsv <> ''::pg_catalog.tsvector
-      on conflict (message_id, user_id) do update
-     set conversation_id = excluded.conversation_id, seq = excluded.seq, created_at = excluded.created_at,
-         lexemes = excluded.lexemes, tsv = excluded.tsv
-   where (t.conversation_id, t.seq, t.created_at, t.lexemes, t.tsv) is distinct from
-         (excluded.conversation_id, excluded.seq, excluded.created_at, excluded.lexemes, excluded.tsv);
+   where r.tsv <> ''::pg_catalog.tsvector;
   return null;
 end
 $$;
@@ -73,12 +60,35 @@ $$;
 create trigger messages_terms_insert
   after insert on memctx.messages
   referencing new table as new_rows
-  for each statement execute function memctx.message_terms_write();
+  for each statement execute function memctx.message_terms_insert();
+
+-- After an update of what the row is made of (the text, the content the text may be derived
+-- from, the date, the position): the message's row rewritten, or removed when its tsvector
+-- became empty. A row trigger with a column list, so the worker's embeddings and the idle
+-- lexeme counts, which change none of these, neither fire it nor touch (lock) a row here.
+create function memctx.message_terms_update() returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  if new.tsv = ''::pg_catalog.tsvector then
+    delete from memctx.message_terms t where t.message_id = new.id and t.user_id = new.user_id;
+  else
+    insert into memctx.message_terms as t (message_id, user_id, conversation_id, seq, created_at, lexemes, tsv)
+    values (new.id, new.user_id, new.conversation_id, new.seq, new.created_at,
+            coalesce(new.lexemes, pg_catalog.length(new.tsv)), new.tsv)
+        on conflict (message_id, user_id) do update
+       set conversation_id = excluded.conversation_id, seq = excluded.seq, created_at = excluded.created_at,
+           lexemes = excluded.lexemes, tsv = excluded.tsv;
+  end if;
+  return null;
+end
+$$;
 
 create trigger messages_terms_update
-  after update on memctx.messages
-  referencing new table as new_rows
-  for each statement execute function memctx.message_terms_write();
+  after update of content, text, created_at, conversation_id, seq on memctx.messages
+  for each row execute function memctx.message_terms_update();
 
 -- The rows of the messages stored so far, then the index (faster built after than kept during).
 insert into memctx.message_terms (message_id, user_id, conversation_id, seq, created_at, lexemes, tsv)

@@ -180,27 +180,42 @@ CREATE FUNCTION memctx.message_codes_write() RETURNS trigger
 
 
 --
--- Name: message_terms_write(); Type: FUNCTION; Schema: memctx; Owner: -
+-- Name: message_terms_insert(); Type: FUNCTION; Schema: memctx; Owner: -
 --
 
-CREATE FUNCTION memctx.message_terms_write() RETURNS trigger
+CREATE FUNCTION memctx.message_terms_insert() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
 begin
-  delete from memctx.message_terms t
-   using new_rows r
-   where t.message_id = r.id and t.user_id = r.user_id and r.tsv = ''::pg_catalog.tsvector;
-  insert into memctx.message_terms as t (message_id, user_id, conversation_id, seq, created_at, lexemes, tsv)
-  select r.id, r.user_id, r.conversation_id, r.seq, r.created_at,
-         coalesce(r.lexemes, pg_catalog.length(r.tsv)), r.tsv
+  insert into memctx.message_terms (message_id, user_id, conversation_id, seq, created_at, lexemes, tsv)
+  select r.id, r.user_id, r.conversation_id, r.seq, r.created_at, coalesce(r.lexemes, pg_catalog.length(r.tsv)), r.tsv
     from new_rows r
-   where r.tsv <> ''::pg_catalog.tsvector
-      on conflict (message_id, user_id) do update
-     set conversation_id = excluded.conversation_id, seq = excluded.seq, created_at = excluded.created_at,
-         lexemes = excluded.lexemes, tsv = excluded.tsv
-   where (t.conversation_id, t.seq, t.created_at, t.lexemes, t.tsv) is distinct from
-         (excluded.conversation_id, excluded.seq, excluded.created_at, excluded.lexemes, excluded.tsv);
+   where r.tsv <> ''::pg_catalog.tsvector;
+  return null;
+end
+$$;
+
+
+--
+-- Name: message_terms_update(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.message_terms_update() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  if new.tsv = ''::pg_catalog.tsvector then
+    delete from memctx.message_terms t where t.message_id = new.id and t.user_id = new.user_id;
+  else
+    insert into memctx.message_terms as t (message_id, user_id, conversation_id, seq, created_at, lexemes, tsv)
+    values (new.id, new.user_id, new.conversation_id, new.seq, new.created_at,
+            coalesce(new.lexemes, pg_catalog.length(new.tsv)), new.tsv)
+        on conflict (message_id, user_id) do update
+       set conversation_id = excluded.conversation_id, seq = excluded.seq, created_at = excluded.created_at,
+           lexemes = excluded.lexemes, tsv = excluded.tsv;
+  end if;
   return null;
 end
 $$;
@@ -1443,14 +1458,14 @@ ALTER TABLE memctx.messages ENABLE ALWAYS TRIGGER messages_lexemes;
 -- Name: messages messages_terms_insert; Type: TRIGGER; Schema: memctx; Owner: -
 --
 
-CREATE TRIGGER messages_terms_insert AFTER INSERT ON memctx.messages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memctx.message_terms_write();
+CREATE TRIGGER messages_terms_insert AFTER INSERT ON memctx.messages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memctx.message_terms_insert();
 
 
 --
 -- Name: messages messages_terms_update; Type: TRIGGER; Schema: memctx; Owner: -
 --
 
-CREATE TRIGGER messages_terms_update AFTER UPDATE ON memctx.messages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memctx.message_terms_write();
+CREATE TRIGGER messages_terms_update AFTER UPDATE OF content, text, created_at, conversation_id, seq ON memctx.messages FOR EACH ROW EXECUTE FUNCTION memctx.message_terms_update();
 
 
 --
