@@ -108,6 +108,17 @@ def create_database(admin_url: str, name: str, embedder) -> str:
     return url
 
 
+# The tables the messages' insert triggers write (migrations 0023, 0026): a load with triggers
+# off fills them with `fill_<table>` (memctx/sql/store.sql).
+SIDE_TABLES = ("message_codes", "message_terms")
+
+
+def vacuum_analyze(conn: psycopg.Connection) -> None:
+    """VACUUM ANALYZE messages and the side tables (visibility maps set for index-only scans)."""
+    for table in ("messages", *SIDE_TABLES):
+        conn.execute(f"vacuum analyze memctx.{table}")
+
+
 def load(url: str, fill, log, *, hnsw: str = "after", maintenance_work_mem: str = "1GB",
          build_workers: int = 2) -> dict:
     """Bulk-load with `fill(conn)` (triggers off), the HNSW index built after the load (from
@@ -121,8 +132,8 @@ def load(url: str, fill, log, *, hnsw: str = "after", maintenance_work_mem: str 
             conn.execute("drop index memctx.messages_embedding_hnsw")  # rebuilt after the load
         t = time.perf_counter()
         fill(conn)
-        conn.execute(QUERIES["fill_message_codes"])  # the codes the insert triggers would have written
-        conn.execute(QUERIES["fill_message_terms"])  # and the full-text rows
+        for table in SIDE_TABLES:  # what the insert triggers would have written
+            conn.execute(QUERIES[f"fill_{table}"])
         conn.execute(CONVERSATION_LEXEMES_SQL)  # and BM25's mean length, which the count trigger keeps
         timings["load_s"] = round(time.perf_counter() - t, 1)
         log(f"loaded in {timings['load_s']} s")
@@ -130,9 +141,7 @@ def load(url: str, fill, log, *, hnsw: str = "after", maintenance_work_mem: str 
             timings["hnsw_build_s"] = create_hnsw(conn, "messages_embedding_hnsw")
             log(f"HNSW built in {timings['hnsw_build_s']} s")
         t = time.perf_counter()
-        conn.execute("vacuum analyze memctx.messages")
-        conn.execute("vacuum analyze memctx.message_codes")
-        conn.execute("vacuum analyze memctx.message_terms")
+        vacuum_analyze(conn)
         conn.execute("analyze memctx.conversations")
         timings["vacuum_analyze_s"] = round(time.perf_counter() - t, 1)
         timings.update(sizes(conn))
@@ -200,9 +209,8 @@ def sizes(conn: psycopg.Connection) -> dict:
     indexes = {name.removeprefix("memctx."): b for name, b in conn.execute(
         "select indexrelid::regclass::text, pg_relation_size(indexrelid) from pg_index "
         "where indrelid = 'memctx.messages'::regclass order by 1")}
-    side = {name: b for name, b in conn.execute(
-        "select c.relname, pg_total_relation_size(c.oid) from pg_class c "
-        "where c.oid in ('memctx.message_codes'::regclass, 'memctx.message_terms'::regclass)")}
+    side = {table: conn.execute(f"select pg_total_relation_size('memctx.{table}')").fetchone()[0]
+            for table in SIDE_TABLES}
     return {"database_bytes": row[0], "messages_table_bytes": row[1], "rows": row[3],
             "hnsw_bytes": indexes.get("messages_embedding_hnsw"),
             "bytes_per_row": {"heap_and_toast": round(row[2] / rows), "total": round(row[1] / rows),
@@ -312,9 +320,7 @@ def main() -> None:
         prepare_database(Settings(database_url=url), url, embedder)  # migrations added since the load
         with psycopg.connect(url, autocommit=True) as conn:
             t = time.perf_counter()
-            conn.execute("vacuum analyze memctx.messages")
-            conn.execute("vacuum analyze memctx.message_codes")
-            conn.execute("vacuum analyze memctx.message_terms")
+            vacuum_analyze(conn)
             loaded = {"vacuum_analyze_s": round(time.perf_counter() - t, 1), **sizes(conn)}
     else:
         fill = fill_uniform(users, convs, per, log) if args.shape == "uniform" else fill_realistic(args, embedder, log)

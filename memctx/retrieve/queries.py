@@ -31,15 +31,17 @@ PLANS = {
     # dense from the nearest sign-bit codes (migration 0023), rescored
     "quantized": (("search_dense_quantized", "search_dense_pool_turns"), "search_lexical_bounded"),
 }
-# Each plan's block of the long messages' best passages (`passages`), and how each search
-# narrows passages to its scope.
+# Each plan's block of the long messages' best passages (`passages`).
 PASSAGES = {"exact": "search_passages_exact", "bounded": "search_passages_exact", "index": "search_passages_index",
             "quantized": "search_passages_index"}
-PASSAGE_SCOPES = {"search_conversation": sql.SQL("and p.conversation_id = %(conversation_id)s::uuid"),
-                  "search_user": sql.SQL("")}
-# How each search narrows the full-text matches (message_terms, migration 0026) to its scope.
-TERMS_SCOPES = {"search_conversation": sql.SQL("and mt.conversation_id = %(conversation_id)s::uuid"),
-                "search_user": sql.SQL("")}
+
+
+def conversation_filter(name: str, alias: str) -> sql.SQL:
+    """How search `name` narrows a side table's rows (`alias`: the passages', message_terms') to
+    its scope: one conversation's, or all of the user's (nothing to add)."""
+    if name == "search_conversation":
+        return sql.SQL(f"and {alias}.conversation_id = %(conversation_id)s::uuid")
+    return sql.SQL("")
 
 
 def _join(parts, sep: str = ",\n         ") -> sql.Composed:
@@ -77,12 +79,12 @@ def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, pla
     dense_turns, lexical = PLANS[plan]
     hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
-    passages = _block(queries, PASSAGES[plan]).format(passage_conversation=PASSAGE_SCOPES[name])
+    passages = _block(queries, PASSAGES[plan]).format(passage_conversation=conversation_filter(name, "p"))
     return sql.SQL(queries[name]).format(
         scope=_block(queries, SCOPES[name]), passages=passages,
         dense_turns=_join((_block(queries, b) for b in dense_turns), ",\n"),
         dense=_block(queries, "search_dense_rank"), terms=_block(queries, "search_lexical_terms"),
-        lexical=_block(queries, lexical).format(terms_conversation=TERMS_SCOPES[name]), hits=hits,
+        lexical=_block(queries, lexical).format(terms_conversation=conversation_filter(name, "mt")), hits=hits,
         message_rows=rows).as_string()
 
 
