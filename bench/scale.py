@@ -1,7 +1,9 @@
 """Scale benchmark: memory search and get_working_context latency on a large table.
 
 Loads `--messages` messages into a fresh database on the configured server, builds the HNSW
-index after the bulk load, VACUUM ANALYZEs, then measures p50 / p95 of: conversation-scoped
+index after the bulk load, VACUUM ANALYZEs, runs the worker's pass that gives users of
+`user_index_min_messages` an HNSW index of their own (memctx/pipeline/user_index.py: a worker
+does it within a sweep interval of a user reaching it), then measures p50 / p95 of: conversation-scoped
 search, user-wide search, get_working_context (2,000-token budget, conversation and user scope)
 and global HNSW top-10 — and reports load and index build times and the bytes per row of the
 messages table and of each of its indexes. Triggers are skipped during the load
@@ -50,6 +52,7 @@ from memctx.app import open_app, prepare_database  # noqa: E402
 from memctx.assemble import assembler_for  # noqa: E402
 from memctx.config import Settings  # noqa: E402
 from memctx.embed import LocalMiniLM  # noqa: E402
+from memctx.pipeline import user_index  # noqa: E402
 from memctx.retrieve import MemorySearch, SearchOptions  # noqa: E402
 from memctx.sql import QUERIES  # noqa: E402
 
@@ -187,18 +190,17 @@ def create_hnsw(conn: psycopg.Connection, name: str, where: sql.Composable | Non
     return round(time.perf_counter() - t, 1)
 
 
-def heavy_index(url: str, maintenance_work_mem: str, build_workers: int) -> float | None:
-    """The operator's step of docs/SCALING.md for the heavy user: a partial HNSW index on its
-    messages alone, so its user-wide search takes the HNSW pool without testing other users'
-    rows. Built when missing; returns the build's seconds (None when it existed)."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        if conn.execute("select to_regclass('memctx.messages_embedding_hnsw_heavy') is not null").fetchone()[0]:
-            return None
-        index_build_settings(conn, maintenance_work_mem, build_workers)
-        seconds = create_hnsw(conn, "messages_embedding_hnsw_heavy",
-                              sql.SQL("user_id = {}").format(sql.Literal(str(realistic.HEAVY_USER))))
-        conn.execute("analyze memctx.messages")
-        return seconds
+def user_indexes(url: str) -> dict:
+    """What the worker's first pass over a loaded database does (memctx/pipeline/user_index.py):
+    an HNSW index of their own for every user at `user_index_min_messages`, one after another."""
+    with open_app(Settings(database_url=url, pool_min_size=1, pool_max_size=2)) as app:
+        built, seconds = [], 0.0
+        while True:
+            changes = user_index.maintain(app)
+            if not changes.built:
+                return {"built": len(built), "seconds": round(seconds, 1)}
+            built += changes.built
+            seconds += changes.seconds
 
 
 def sizes(conn: psycopg.Connection) -> dict:
@@ -294,8 +296,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="build the HNSW index after the load, or keep it during the load")
     parser.add_argument("--maintenance-work-mem", default="1GB", help="for the HNSW build")
     parser.add_argument("--build-workers", type=int, default=2, help="max_parallel_maintenance_workers")
-    parser.add_argument("--heavy-index", action="store_true",
-                        help="realistic: a partial HNSW index on the heavy user's messages (docs/SCALING.md)")
+    parser.add_argument("--no-user-indexes", action="store_true",
+                        help="measure without the worker's pass that gives heavy users an HNSW index of their own")
     args = parser.parse_args(argv)
     if args.queries < 1:
         parser.error("--queries must be at least 1")
@@ -327,8 +329,9 @@ def main() -> None:
         url = create_database(admin_url, args.database, embedder)
         loaded = load(url, fill, log, hnsw=args.hnsw, maintenance_work_mem=args.maintenance_work_mem,
                       build_workers=args.build_workers)
-    if args.heavy_index and args.shape == "realistic":
-        loaded["heavy_index_s"] = heavy_index(url, args.maintenance_work_mem, args.build_workers)
+    if not args.no_user_indexes:
+        log("the worker's pass over heavy users")
+        loaded["user_indexes"] = user_indexes(url)
     log("measuring")
     load_before = os.getloadavg()
     results = measure(url, users, args.queries, np.random.default_rng(1), args.shape, args.source)

@@ -90,6 +90,11 @@ class Settings(BaseSettings):
     worker_processes: int = Field(default=1, ge=1)
     worker_threads: int = Field(default=2, ge=1)
     sweep_interval_s: float = Field(default=30.0, gt=0)
+    user_index_min_messages: int = Field(
+        default=20_000, ge=0, description="the worker gives a user with this many messages an HNSW index of their own "
+                                          "(dropped under half of it; 0: never, and drop those built)")
+    user_index_maintenance_work_mem: str = Field(
+        default="256MB", pattern=r"^[0-9]+ ?(kB|MB|GB)$", description="maintenance_work_mem of that index's build")
     metrics_port: int | None = Field(default=None, description="Prometheus /metrics port of the worker")
     claim_lease_s: float = Field(default=60.0, gt=0, description="a claimed outbox row not done by then is re-claimed")
     outbox_max_attempts: int = Field(default=10, ge=1, description="claims of one outbox row before it is left alone")

@@ -39,8 +39,12 @@ OUTBOX_OLDEST_AGE = Gauge("memctx_outbox_oldest_pending_seconds", "Age of the ol
                           registry=REGISTRY)
 JOBS_DISPATCHED = Counter("memctx_jobs_dispatched_total", "Conversation jobs sent to the queue.", ["kind"],
                           registry=REGISTRY)
-FAILURES = Counter("memctx_worker_failures_total", "Failures, by kind (summarize, board, embed, job, dispatch, longterm).",
+FAILURES = Counter("memctx_worker_failures_total",
+                   "Failures, by kind (summarize, board, embed, job, dispatch, longterm, backfill, user_index).",
                    ["kind"], registry=REGISTRY)
+USER_INDEXES = Counter("memctx_user_indexes_total",
+                       "Heavy users' own HNSW indexes the worker built or dropped, by change (built, dropped).",
+                       ["change"], registry=REGISTRY)
 
 # External search (memctx/search): recorded by the API and CLI processes that assemble contexts.
 SEARCH_DECISIONS = Counter("memctx_search_decisions_total",

@@ -21,6 +21,7 @@ from memctx import metrics
 from memctx.app import open_app
 from memctx.config import Settings
 from memctx.pipeline.dispatch import Dispatcher, IdleBackfill
+from memctx.pipeline.user_index import UserIndexes
 from worker.actors import declare
 from worker.broker import make_broker
 
@@ -61,6 +62,8 @@ def run(settings: Settings, *, dispatch: bool = True, processes: int | None = No
         dispatcher.start()
     backfill = IdleBackfill(app)
     backfill.start()
+    user_indexes = UserIndexes(app)
+    user_indexes.start()
     log.info("memctx worker running: broker=%s threads=%d processes=%d dispatcher=%s", settings.broker, threads,
              processes, bool(dispatcher))
     try:
@@ -68,6 +71,7 @@ def run(settings: Settings, *, dispatch: bool = True, processes: int | None = No
     finally:
         log.info("stopping")
         backfill.stop()
+        user_indexes.stop()
         if dispatcher:
             dispatcher.stop()
         for child in children:

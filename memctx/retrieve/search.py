@@ -159,7 +159,8 @@ class MemorySearch:
                 inputs = conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
             params["scope_size"] = inputs["scope_size"]
             plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts, matches_indexed=inputs["scope_tsv_index"],
-                               ranged=time_range is not None, user_wide=conversation is None)
+                               ranged=time_range is not None, user_wide=conversation is None,
+                               own_index=inputs["own_index"])
             generic = runs_generic(plan, inputs["scope_size"], opts)
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
@@ -268,7 +269,7 @@ def runs_generic(plan: str, scope_size: int, opts: SearchOptions) -> bool:
 
 
 def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions, *, matches_indexed: bool = False,
-                ranged: bool = False, user_wide: bool = False) -> str:
+                ranged: bool = False, user_wide: bool = False, own_index: bool = False) -> str:
     """The plan (a key of `memctx.retrieve.queries.PLANS`) for a scope of `scope_size` messages
     in a table of about `table_rows` (0 when never analyzed).
 
@@ -279,12 +280,16 @@ def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions, *, matche
     (share: the scope's share of the table); it is used when that costs less than reading the
     scope and fits in `max_scan_tuples`. All of a user's memory (`user_wide`) may also take the
     quantized pool (`opts.k_codes` codes rescored, unless 0), whose cost follows the user's size
-    alone. Of the plans that apply, the cheapest in rows of the exact scan.
+    alone. A user the worker gave an HNSW index of their own (`own_index`, memctx/pipeline/user_index.py)
+    is searched without a time range through it, which holds that user's vectors alone: the index
+    plan then visits about the pool, whatever the table. Of the plans that apply, the cheapest in
+    rows of the exact scan.
     """
     if scope_size <= opts.exact_limit:
         return "bounded" if matches_indexed and not ranged else "exact"
     costs = {"bounded": float(scope_size)}
-    visits = pool_size(opts) * max(table_rows, scope_size) / scope_size
+    share = 1.0 if user_wide and own_index and not ranged else scope_size / max(table_rows, scope_size)
+    visits = pool_size(opts) / share
     if visits <= opts.max_scan_tuples / 2:
         costs["index"] = visits * INDEX_VISIT_COST
     if user_wide and opts.k_codes > 0:

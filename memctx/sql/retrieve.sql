@@ -427,12 +427,17 @@ select sr.kind, sr.id, sr.conversation_id, null::bigint as seq, sr.first_seq, sr
 -- name: search_plan_inputs
 -- What memctx/retrieve/search.py chooses a search's plan from: the messages in its scope (the
 -- conversations' message_count, kept by the insert trigger), the table's estimated rows (0
--- before the first ANALYZE) and whether 0026 could build the full-text index that serves a
--- user's or a conversation's matches (it needs btree_gin).
+-- before the first ANALYZE), whether 0026 could build the full-text index that serves a
+-- user's or a conversation's matches (it needs btree_gin), and whether the worker has built the
+-- user an HNSW index of their own (memctx/pipeline/user_index.py; a build still running is not
+-- valid yet).
 select coalesce(sum(c.message_count), 0)::bigint as scope_size,
        (select greatest(t.reltuples, 0)::bigint from pg_class t where t.oid = 'memctx.messages'::regclass)
          as table_rows,
-       to_regclass('memctx.message_terms_scope_tsv_idx') is not null as scope_tsv_index
+       to_regclass('memctx.message_terms_scope_tsv_idx') is not null as scope_tsv_index,
+       exists (select 1 from pg_catalog.pg_index i
+                where i.indexrelid = to_regclass('memctx.messages_hnsw_user_' || replace(%(user_id)s::text, '-', ''))
+                  and i.indisvalid) as own_index
   from memctx.conversations c
  where c.user_id = %(user_id)s::uuid
    and (%(conversation_id)s::uuid is null or c.id = %(conversation_id)s::uuid)
