@@ -73,19 +73,23 @@ def signal_sql(signals: Sequence[Signal]) -> dict[str, sql.Composable]:
     }
 
 
-def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, plan: str = "exact") -> str:
-    """The SQL text of search query `name` for `signals` under `plan` (a key of PLANS)."""
+def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, plan: str = "exact",
+            part: str = "all") -> str:
+    """The SQL text of search query `name` for `signals` under `plan` (a key of PLANS): all of
+    it, or one of the two `PARTS` of a split search (the other part's list empty)."""
     generated = signal_sql(signals)
     dense_turns, lexical = PLANS[plan]
     hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
     passages = _block(queries, PASSAGES[plan]).format(passage_conversation=conversation_filter(name, "p"))
+    dense = _join([_block(queries, b) for b in dense_turns] + [_block(queries, "search_dense_rank")], ",\n")
+    lexical = _join((_block(queries, "search_lexical_terms"),
+                     _block(queries, lexical).format(terms_conversation=conversation_filter(name, "mt"))), ", ")
     return sql.SQL(queries[name]).format(
         scope=_block(queries, SCOPES[name]), passages=passages,
-        dense_turns=_join((_block(queries, b) for b in dense_turns), ",\n"),
-        dense=_block(queries, "search_dense_rank"), terms=_block(queries, "search_lexical_terms"),
-        lexical=_block(queries, lexical).format(terms_conversation=conversation_filter(name, "mt")), hits=hits,
-        message_rows=rows).as_string()
+        dense=_block(queries, "search_dense_none") if part == "lexical" else dense,
+        lexical=_block(queries, "search_lexical_none") if part == "dense" else lexical,
+        hits=hits, message_rows=rows).as_string()
 
 
 def compose_summaries(signals: Sequence[Signal] = SIGNALS, queries=QUERIES) -> str:
@@ -95,4 +99,10 @@ def compose_summaries(signals: Sequence[Signal] = SIGNALS, queries=QUERIES) -> s
 
 
 SEARCH_QUERIES = {(name, plan): compose(name, plan=plan) for name in SEARCHES for plan in PLANS}
+# The two statements of a split search (memctx.retrieve.search: scopes past the exact scan): the
+# dense list with the recent turns, and the full-text list (run with k_recent 0), each with the
+# rows of its own hits and their neighbours.
+PARTS = ("dense", "lexical")
+SEARCH_PARTS = {(name, plan, part): compose(name, plan=plan, part=part)
+                for name in SEARCHES for plan in PLANS for part in PARTS}
 SUMMARY_QUERY = compose_summaries()

@@ -26,7 +26,7 @@ from memctx.embed import Embedder, embed_query
 from memctx.frozen import frozen_new
 from memctx.retrieve.fusion import FusionWeights, rrf
 from memctx.retrieve.lexical import QueryAnalysis, analyze
-from memctx.retrieve.queries import SEARCH_QUERIES, SUMMARY_QUERY
+from memctx.retrieve.queries import SEARCH_PARTS, SEARCH_QUERIES, SUMMARY_QUERY
 from memctx.retrieve.rerank import NoRerank, Reranker
 from memctx.retrieve.signals import SIGNALS, best_relevance_rank, ranks_of
 from memctx.retrieve.types import Fragment, Memory, Provenance
@@ -162,18 +162,26 @@ class MemorySearch:
                                ranged=time_range is not None, user_wide=conversation is None,
                                own_index=inputs["own_index"])
             generic = runs_generic(plan, inputs["scope_size"], opts)
+            # Past the exact scan, the full-text list runs beside the rest, on a second connection
+            # when the pool has one free (else after it on this one): a heavy user's lists took
+            # ~8 and ~19 ms of a ~45 ms statement, one after the other (docs/RETRIEVAL.md).
+            split = inputs["scope_size"] > opts.exact_limit and not generic
+            lexical = _BESIDE.submit(self._part_beside, name, plan, params, opts) if split else None
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
-                if opts.parallel_workers is not None:  # for the search below: settings last the transaction
-                    conn.execute(QUERIES["search_parallel_workers"], params)
-                if plan == "index":
-                    conn.execute(QUERIES["search_hnsw_settings"], params)
+                _search_settings(conn, plan, params, opts)
                 if generic:
                     conn.execute(QUERIES["search_generic_plan"])
-                rows = conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=generic)
+                query = SEARCH_PARTS[(name, plan, "dense")] if split else SEARCH_QUERIES[(name, plan)]
+                rows = conn.execute(query, params, prepare=generic)
                 fresh = conn.execute(QUERIES["search_plan_inputs"], params)
             _remember(self._plan_inputs, (user, conversation), fresh.fetchone())
             rows = rows.fetchall()
+            if lexical is not None:
+                lexical_rows = lexical.result()
+                if lexical_rows is None:
+                    lexical_rows = _part(conn, name, plan, params, opts)
+                rows = merge_parts(rows, lexical_rows)
             if beside is None:
                 return rows
             summaries = beside.result()
@@ -187,6 +195,15 @@ class MemorySearch:
         try:
             with self.pool.connection(BESIDE_WAIT_S) as conn:
                 return _summaries(conn, params, opts)
+        except PoolTimeout:
+            return None
+
+    def _part_beside(self, name: str, plan: str, params: dict[str, Any], opts: SearchOptions) -> list[dict[str, Any]] | None:
+        """The full-text part of a split search on a connection of its own, or None when the pool
+        has none free within BESIDE_WAIT_S."""
+        try:
+            with self.pool.connection(BESIDE_WAIT_S) as conn:
+                return _part(conn, name, plan, params, opts)
         except PoolTimeout:
             return None
 
@@ -213,6 +230,45 @@ _BESIDE = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-summarie
 # How long the summaries' statement waits for a connection of its own before it runs after the
 # turns' statement on theirs (the pool refuses a timeout of 0 even with connections idle).
 BESIDE_WAIT_S = 0.002
+
+
+def _search_settings(conn: Connection, plan: str, params: Mapping[str, Any], opts: SearchOptions) -> None:
+    """The settings of a search statement's transaction (they last the transaction)."""
+    if opts.parallel_workers is not None:
+        conn.execute(QUERIES["search_parallel_workers"], params)
+    if plan == "index":
+        conn.execute(QUERIES["search_hnsw_settings"], params)
+
+
+def _part(conn: Connection, name: str, plan: str, params: Mapping[str, Any], opts: SearchOptions) -> list[dict[str, Any]]:
+    """The full-text part of a split search (its rows: the full-text hits and their neighbours),
+    in one round trip; the recent turns come with the other part."""
+    with conn.pipeline(), conn.transaction():
+        _search_settings(conn, plan, params, opts)
+        rows = conn.execute(SEARCH_PARTS[(name, plan, "lexical")], {**params, "k_recent": 0}, prepare=False)
+    return rows.fetchall()
+
+
+# The rank columns of the candidate rows, one per signal: a split search's two parts each fill
+# those of their own lists.
+_RANK_COLUMNS = tuple(s.rank_column for s in SIGNALS)
+
+
+def merge_parts(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of a split search's two parts as the whole statement returns them: each message
+    once, with its ranks from both, a hit when it is one in either; in (conversation, seq) order.
+    A row in both parts is the same message read twice: all but its ranks and hit flag agree."""
+    rows = {r["id"]: r for r in first}
+    for r in second:
+        known = rows.get(r["id"])
+        if known is None:
+            rows[r["id"]] = r
+            continue
+        for column in _RANK_COLUMNS:
+            if known[column] is None:
+                known[column] = r[column]
+        known["is_hit"] = known["is_hit"] or r["is_hit"]
+    return sorted(rows.values(), key=lambda r: (r["conversation_id"], r["seq"]))
 
 
 def _summaries(conn: Connection, params: Mapping[str, Any], opts: SearchOptions) -> list[dict[str, Any]]:

@@ -351,10 +351,24 @@ stats as (
    limit %(k_lexical)s
 )
 
+-- name: search_dense_none
+-- (Shared block.) No dense list: the full-text half of a search split in two (search.py runs a
+-- scope past the exact scan as two statements side by side on two connections, one that ranks
+-- the dense list and the recent turns and one that ranks the full text, and merges their rows).
+dense as (
+  select null::uuid as id, null::uuid as conversation_id, null::bigint as seq, null::bigint as rank where false
+)
+
+-- name: search_lexical_none
+-- (Shared block.) No full-text list: the dense half of a split search (`search_dense_none`).
+lexical as (
+  select null::uuid as id, null::uuid as conversation_id, null::bigint as seq, null::bigint as rank where false
+)
+
 -- name: search_conversation
 -- Candidates of one conversation: the relevance lists, the most recent k, each with its rank,
 -- plus the neighbours (±window turns) of every candidate for pairing and context.
-with {scope}, {passages}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
+with {scope}, {passages}, {dense}, {lexical}, recent as (
   select m.id, m.conversation_id, m.seq, row_number() over (order by m.seq desc) as rank
     from scope m
    where m.text <> ''
@@ -369,7 +383,7 @@ with {scope}, {passages}, {dense_turns}, {dense}, {terms}, {lexical}, recent as 
 -- user's messages (exact scans over the user_id btree), the most recent k, with neighbours.
 -- Their summaries come from `search_user_summaries`, a statement of its own (search.py runs it
 -- beside this one, on a second connection when the pool has one free).
-with {scope}, {passages}, {dense_turns}, {dense}, {terms}, {lexical}, recent as (
+with {scope}, {passages}, {dense}, {lexical}, recent as (
   select m.id, m.conversation_id, m.seq, row_number() over (order by m.created_at desc, m.seq desc) as rank
     from scope m
    where m.text <> ''

@@ -1,0 +1,111 @@
+"""A search past the exact scan runs as two statements side by side (the dense list with the
+recent turns, and the full text), on two connections when the pool has them, and merges their
+rows into what the whole statement returns."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+
+from memctx.app import open_app
+from memctx.retrieve import MemorySearch, SearchOptions
+from memctx.retrieve.lexical import analyze
+from memctx.retrieve.queries import SEARCH_PARTS, SEARCH_QUERIES
+from memctx.retrieve.search import _search_settings, choose_plan, merge_parts, pool_size
+from test_retrieve_quantized import _query, loaded  # noqa: F401  (the fixture)
+
+OPTS = SearchOptions(k_dense=40, k_pool=120, k_codes=120, k_lexical=40, k_match=300, k_recent=5,
+                     threshold=-1.0, exact_limit=100, smooth=1.0)
+
+
+def _whole(app, user, conversation, analysis, vec, plan):
+    """The rows of the whole statement, as one search ran them before the split."""
+    params = {"user_id": user, "conversation_id": conversation, "query_vec": vec, "tsquery": analysis.tsquery,
+              "terms": list(analysis.terms), "since": None, "until": None, "k_dense": OPTS.k_dense,
+              "k_lexical": OPTS.k_lexical, "k_recent": OPTS.k_recent, "smooth": OPTS.smooth, "window": 1,
+              "k_pool": pool_size(OPTS), "k_match": OPTS.k_match, "k_codes": max(OPTS.k_codes, pool_size(OPTS)),
+              "ef_search": pool_size(OPTS), "max_scan_tuples": OPTS.max_scan_tuples, "parallel_workers": 0,
+              "scope_size": 1800 if conversation is None else 600}
+    name = "search_user" if conversation is None else "search_conversation"
+    with app.pool.connection() as conn, conn.transaction():
+        _search_settings(conn, plan, params, OPTS)
+        return conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=False).fetchall()
+
+
+def _key(rows):
+    return [(r["id"], r["dense_rank"], r["lexical_rank"], r["recent_rank"], r["is_hit"], r["similarity"])
+            for r in rows if r["kind"] == "message"]
+
+
+@pytest.mark.parametrize("pool_max_size", [4, 1])  # 1: no second connection, the parts one after the other
+def test_a_split_search_returns_the_whole_statements_rows(app, settings, embedder, loaded, pool_max_size):  # noqa: F811
+    user, convs, centers, rng = loaded
+    with open_app(settings.model_copy(update={"pool_min_size": 1, "pool_max_size": pool_max_size}),
+                  embedder=embedder) as small:
+        search = MemorySearch(small.pool, small.embedder, OPTS)
+        compared = 0
+        for conversation in (None, convs[0]):
+            size = 1800 if conversation is None else 600
+            plan = choose_plan(size, 3600, OPTS, matches_indexed=True, user_wide=conversation is None)
+            assert plan == ("quantized" if conversation is None else "bounded")
+            for words in ("jazz kayak", "kayak", "violin jazz tofu", "zzzz"):
+                analysis = analyze(words, ())
+                vec = _query(rng, centers)
+                got = search.fetch(user, analysis, vec, conversation, None, OPTS)
+                whole = _whole(small, user, conversation, analysis, vec, plan)
+                assert _key(got) == _key(whole)
+                assert any(r["lexical_rank"] for r in whole) == (words != "zzzz")
+                compared += 1
+        assert compared == 8
+
+
+def test_each_part_ranks_its_own_lists():
+    for (name, plan, part), text in SEARCH_PARTS.items():
+        whole = SEARCH_QUERIES[(name, plan)]
+        own, other = ("dense_turns", "bm25") if part == "dense" else ("bm25", "dense_turns")
+        assert own in text and other not in text and other in whole
+    assert "dense as (\n  select null::uuid" in SEARCH_PARTS[("search_user", "quantized", "lexical")]
+
+
+def test_merge_parts_keeps_each_message_once_with_both_parts_ranks():
+    conv = uuid.UUID(int=1)
+
+    def row(seq, dense=None, lexical=None, recent=None):
+        return {"id": uuid.UUID(int=100 + seq), "conversation_id": conv, "seq": seq, "dense_rank": dense,
+                "lexical_rank": lexical, "recent_rank": recent, "is_hit": any((dense, lexical, recent))}
+
+    first = [row(1), row(2, dense=1), row(3), row(9, recent=1)]  # a dense hit and its neighbours
+    second = [row(2), row(3, lexical=1), row(4)]  # a full-text hit next to it
+    merged = merge_parts(first, second)
+    assert [(r["seq"], r["dense_rank"], r["lexical_rank"], r["recent_rank"], r["is_hit"]) for r in merged] == [
+        (1, None, None, None, False), (2, 1, None, None, True), (3, None, 1, None, True),
+        (4, None, None, None, False), (9, None, None, 1, True)]
+
+
+def test_concurrent_split_searches_share_a_small_pool(app, settings, embedder, loaded):  # noqa: F811
+    """Eight threads on a pool of three: every search gets its rows, whether its full-text part
+    found a connection of its own or ran after the other part."""
+    user, convs, centers, rng = loaded
+    vecs = [_query(rng, centers) for _ in range(8)]
+    with open_app(settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 3}), embedder=embedder) as small:
+        search = MemorySearch(small.pool, small.embedder, OPTS)
+        expected = [[m.id for m in search.search(user, "jazz kayak", None, limit=20, query_vec=v)] for v in vecs]
+        got: dict[int, list] = {}
+        errors: list[BaseException] = []
+
+        def run(i):
+            try:
+                for _ in range(3):
+                    got[i] = [m.id for m in search.search(user, "jazz kayak", None, limit=20, query_vec=vecs[i])]
+            except BaseException as exc:  # noqa: BLE001 (reported below)
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errors and [got[i] for i in range(8)] == expected
+        assert all(len(ids) == 20 for ids in expected)
