@@ -71,13 +71,15 @@ class SearchOptions:
     summary_weight: float = 0.25
     smooth: float = 0.0  # weight of the neighbours' mean score in both relevance lists
     # Past the exact scan (docs/RETRIEVAL.md): a scope of more than exact_limit messages reads its
-    # full-text list from the matches only (at most k_match per term), and its dense list from
+    # full-text list from the matches only (a term matching more than k_match turns is common and
+    # counts only where a rarer one matched; k_match ≥ exact_limit keeps every scope within the
+    # exact scan free of common terms), and its dense list from
     # HNSW (the k_pool nearest turns, at least k_dense, rescored exactly with their neighbours)
     # when that visits fewer tuples than the exact scan would read rows; hnsw.max_scan_tuples
     # bounds the index scan. A pool of 3 × 50 gave a smoothed dense recall@50 of 0.995 against
     # the exact scan in tests/integration/test_retrieve_scale.py, 2 × 50 0.93-0.97.
     exact_limit: int = 2000
-    k_match: int = 5000
+    k_match: int = 2000
     k_pool: int = 300
     max_scan_tuples: int = 20000
     # A user-wide search past the exact scan takes its pool from the k_codes nearest sign-bit

@@ -292,7 +292,12 @@ turns as materialized (
 
 -- name: search_lexical_bounded
 -- (Shared block.) The full-text list from the matching turns only (the GIN index under the
--- scope's filter, at most k_match per term) instead of every turn of the scope: the same BM25.
+-- scope's filter) instead of every turn of the scope: the same BM25, up to common terms. A term
+-- that matches more than k_match turns of the scope is common: it is read no further than k_match
+-- + 1 matches, and it counts only in the turns a rarer term of the query matched, with that as its
+-- df (Elasticsearch's common terms query; k_match is the exact scan's limit, so no scope within it
+-- has a common term). Before, every term was read up to k_match matches and counted in those,
+-- whichever they were: the oldest, in the table's order.
 -- The scope's size n and mean length come from its conversations' counters (message_count and
 -- lexeme_count, kept by the insert trigger), and a match's position and length from its row of
 -- message_terms (migration 0026: ~350 bytes, where a message's row is ~2.5 kB, so no message row
@@ -324,12 +329,29 @@ stats as (
                           and (%(since)s::timestamptz is null or mt.created_at >= %(since)s::timestamptz)
                           and (%(until)s::timestamptz is null or mt.created_at < %(until)s::timestamptz)
                           and mt.tsv @@ q.q
-                        limit %(k_match)s) t
+                        limit %(k_match)s + 1) t
+), df as materialized (
+  select x.term, count(*)::float8 as df, count(*) > %(k_match)s as common from matches x group by x.term
+), scored as (
+  -- a rare term counts in every turn it matched
+  select x.term, x.conversation_id, x.seq, x.len
+    from matches x join df d on d.term = x.term
+   where not d.common
+  union all
+  -- a common term in the turns a rare term matched, each tested once (its tsvector read by key:
+  -- carried along, the matches of the common terms outgrew work_mem)
+  select c.term, r.conversation_id, r.seq, r.len
+    from (select distinct x.id, x.conversation_id, x.seq, x.len
+            from matches x join df d on d.term = x.term
+           where not d.common) r
+    join memctx.message_terms mt on mt.message_id = r.id and mt.user_id = %(user_id)s::uuid
+    join (select q.term, q.q from terms q join df d on d.term = q.term where d.common) c on mt.tsv @@ c.q
+   where exists (select 1 from df where df.common)
 ), bm25 as (
   select x.conversation_id, x.seq,
          sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * x.len / s.avglen))) as score
-    from matches x
-    join (select term, count(*)::float8 as df from matches group by term) d on d.term = x.term
+    from scored x
+    join df d on d.term = x.term
    cross join stats s
    group by x.conversation_id, x.seq
 ), lexical_spread as (

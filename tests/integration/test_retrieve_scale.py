@@ -141,7 +141,7 @@ def test_index_plan_recall_at_50_against_the_exact_scan(app, loaded):
 
 def test_bounded_full_text_ranks_as_the_exact_one(app, loaded):
     """Reading only the matching turns gives the exact BM25 list, smoothing included, when no term
-    passes k_match: the scope's size and mean length from its conversations' counters, or, under a
+    passes k_match (as no term of a scope within the exact scan can): the scope's size and mean length from its conversations' counters, or, under a
     time range, from the range's latest 1,000 turns (here all of them)."""
     user, convs, centers, rng = loaded
     opts = SearchOptions(k_dense=1, k_lexical=60, smooth=1.0)
@@ -160,6 +160,49 @@ def test_bounded_full_text_ranks_as_the_exact_one(app, loaded):
                 lists[plan] = _ranked(rows, "lexical_rank")
             assert len(lists["exact"]) == 60
             assert lists["bounded"] == lists["exact"], (terms, since)
+
+
+def test_a_common_term_counts_only_in_the_turns_a_rarer_term_matched(app, loaded):
+    """Past k_match matches a term is common: the bounded list reads it no further, scores it only
+    in turns a rarer query term matched (df k_match + 1) and, for a query of common terms alone,
+    has no full-text list; checked against the same BM25 computed here from every turn."""
+    user, convs, centers, rng = loaded
+    conv = convs[0]
+    with app.pool.connection() as conn:
+        stats = conn.execute("select message_count as n, greatest(lexeme_count::float8 / message_count, 1) as avglen "
+                             "from memctx.conversations where id = %s", (conv,)).fetchone()
+        dfs = {w: conn.execute("select count(*) as n from memctx.messages where conversation_id = %s "
+                               "and tsv @@ to_tsquery('english', %s)", (conv, w)).fetchone()["n"] for w in WORDS}
+        k_match = sorted(dfs.values())[len(dfs) // 2]
+        rare, common = min(dfs, key=dfs.get), max(dfs, key=dfs.get)
+        assert dfs[rare] <= k_match < dfs[common]
+        turns = conn.execute(
+            "select m.id, m.seq, m.lexemes as len, m.tsv @@ to_tsquery('english', %s) as has_rare, "
+            "m.tsv @@ to_tsquery('english', %s) as has_common from memctx.messages m "
+            "where m.conversation_id = %s order by m.seq", (rare, common, conv)).fetchall()
+    opts = SearchOptions(k_dense=1, k_lexical=60, smooth=1.0, k_match=k_match)
+    n, avglen = stats["n"], stats["avglen"]
+
+    def weight(df, length):
+        return np.log(1 + (n - df + 0.5) / (df + 0.5)) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * length / avglen))
+
+    own = {t["seq"]: (weight(dfs[rare], t["len"]) + (weight(k_match + 1, t["len"]) if t["has_common"] else 0))
+           if t["has_rare"] else 0.0 for t in turns}
+    smoothed = {t["seq"]: own[t["seq"]] + opts.smooth * (own.get(t["seq"] - 1, 0) + own.get(t["seq"] + 1, 0)) / 2
+                for t in turns}
+    ids = {t["seq"]: t["id"] for t in turns}
+    expected = [ids[seq] for seq in sorted((s for s in smoothed if smoothed[s] > 0),
+                                           key=lambda s: (-round(smoothed[s], 9), -s))[:60]]
+
+    def bounded(terms):
+        params = _params(user, conv, _query(rng, centers), opts, terms, scope_size=n)
+        with app.pool.connection() as conn:
+            rows = conn.execute(SEARCH_QUERIES[("search_conversation", "bounded")], params, prepare=False).fetchall()
+        return _ranked(rows, "lexical_rank")
+
+    assert len(expected) == 60 and bounded([rare, common]) == expected
+    assert any(t["has_common"] and not t["has_rare"] for t in turns)  # turns the common term alone matched...
+    assert bounded([common]) == []  # ...rank on nothing: a query of common terms has no full-text list
 
 
 def test_caller_search_past_the_exact_scan_sees_only_its_rows(app, loaded):

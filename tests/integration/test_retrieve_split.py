@@ -16,7 +16,7 @@ from memctx.retrieve.queries import SEARCH_PARTS, SEARCH_QUERIES
 from memctx.retrieve.search import _search_settings, choose_plan, merge_parts, pool_size
 from test_retrieve_quantized import _query, loaded  # noqa: F401  (the fixture)
 
-OPTS = SearchOptions(k_dense=40, k_pool=120, k_codes=120, k_lexical=40, k_match=300, k_recent=5,
+OPTS = SearchOptions(k_dense=40, k_pool=120, k_codes=120, k_lexical=40, k_recent=5,
                      threshold=-1.0, exact_limit=100, smooth=1.0)
 
 
