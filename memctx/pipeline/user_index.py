@@ -97,7 +97,7 @@ def _build(conn: psycopg.Connection, settings, user: UUID, size: int, changes: C
     # The table-wide index's own definition (access method, operator class, m, ef_construction),
     # renamed and restricted to the user.
     definition = conn.execute("select pg_get_indexdef(%s::regclass) as d", (TABLE_INDEX,)).fetchone()["d"]
-    head, sep, tail = definition.partition(" ON ")
+    _, sep, tail = definition.partition(" ON ")
     if not sep or " WHERE " in tail:
         raise RuntimeError(f"unexpected definition of {TABLE_INDEX}: {definition}")
     statement = sql.SQL("CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON {} WHERE user_id = {}").format(

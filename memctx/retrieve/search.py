@@ -1,9 +1,11 @@
 """Memory search: hybrid retrieval over a conversation or all of a user's memory.
 
 Owns: `MemorySearch.search` — embed the query, choose the plan from the scope's size (exact
-scans, or past them: HNSW or migration 0023's sign-bit codes, and GIN-selected matches; `choose_plan`), fetch dense / full-text /
-recency candidates and their neighbours in one SQL round trip (`search_conversation` or
-`search_user`, and beside the latter its summaries' `search_user_summaries`), fuse them
+scans, or past them: HNSW, a heavy user's own HNSW index or migration 0023's sign-bit codes, and
+GIN-selected matches; `choose_plan`), fetch dense / full-text / recency candidates and their
+neighbours in one SQL round trip (`search_conversation` or `search_user`; past the exact scan
+its two parts side by side, `merge_parts`; beside a user-wide search its summaries'
+`search_user_summaries`), fuse them
 by weighted RRF, apply the similarity threshold, attach each hit's paired turn (and optional
 temporal neighbours), rerank, and return `Memory` objects. It does not budget tokens or format
 context (`memctx.assemble` does).
@@ -225,12 +227,12 @@ class MemorySearch:
 
 CACHED_SCOPES = 1024
 
-# The summaries' statements of user-wide searches, each beside its search's own statement.
-# Threads start on demand; a statement only runs on a connection free within BESIDE_WAIT_S, so the
-# pool, not this cap, limits them.
-_BESIDE = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-summaries")
-# How long the summaries' statement waits for a connection of its own before it runs after the
-# turns' statement on theirs (the pool refuses a timeout of 0 even with connections idle).
+# The statements run beside a search's own: a user-wide search's summaries, and the full-text
+# part of a search past the exact scan. Threads start on demand; a statement only runs on a
+# connection free within BESIDE_WAIT_S, so the pool, not this cap, limits them.
+_BESIDE = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-beside")
+# How long a statement beside waits for a connection of its own before it runs after the turns'
+# statement on theirs (the pool refuses a timeout of 0 even with connections idle).
 BESIDE_WAIT_S = 0.002
 
 
