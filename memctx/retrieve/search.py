@@ -154,9 +154,6 @@ class MemorySearch:
                   "k_pool": k_pool, "k_match": opts.k_match, "k_codes": max(opts.k_codes, k_pool), "ef_search": min(k_pool, 1000),
                   "max_scan_tuples": opts.max_scan_tuples, "parallel_workers": opts.parallel_workers}
         name = "search_conversation" if conversation else "search_user"
-        # A user-wide search's summaries: their own statement, on a second connection beside the
-        # turns' statement when the pool has one free, else after it on this one.
-        beside = None if conversation else _BESIDE.submit(self._summaries_beside, dict(params), opts)
         with self.pool.connection() as conn:
             inputs = self._plan_inputs.get((user, conversation))
             if inputs is None:
@@ -171,6 +168,11 @@ class MemorySearch:
             # ~8 and ~19 ms of a ~45 ms statement, one after the other (docs/RETRIEVAL.md).
             split = inputs["scope_size"] > opts.exact_limit and not generic
             lexical = _BESIDE.submit(self._part_beside, name, plan, params, opts) if split else None
+            # A user-wide search's summaries: their own statement, on another connection beside the
+            # turns' statement when the pool has one free, else after it on this one; after it
+            # anyway when the full text runs beside (two cores: a third statement at once only
+            # slowed the full text, the longest of them).
+            beside = None if conversation or split else _BESIDE.submit(self._summaries_beside, dict(params), opts)
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
                 _search_settings(conn, plan, params, opts)
@@ -181,14 +183,16 @@ class MemorySearch:
                 fresh = conn.execute(QUERIES["search_plan_inputs"], params)
             _remember(self._plan_inputs, (user, conversation), fresh.fetchone())
             rows = rows.fetchall()
+            summaries = _summaries(conn, params, opts) if conversation is None and split else None
             if lexical is not None:
                 lexical_rows = lexical.result()
                 if lexical_rows is None:
                     lexical_rows = _part(conn, name, plan, params, opts)
                 rows = merge_parts(rows, lexical_rows)
-            if beside is None:
+            if conversation is not None:
                 return rows
-            summaries = beside.result()
+            if beside is not None:
+                summaries = beside.result()
             # the turns in order, then the summaries (fusion breaks ties by this order)
             return rows + (summaries if summaries is not None else _summaries(conn, params, opts))
 

@@ -15,6 +15,7 @@ from memctx.retrieve.lexical import analyze
 from memctx.retrieve.queries import SEARCH_PARTS, SEARCH_QUERIES
 from memctx.retrieve.search import _search_settings, choose_plan, merge_parts, pool_size
 from test_retrieve_quantized import _query, loaded  # noqa: F401  (the fixture)
+from test_retrieve_search import _store, _summary_of_the_first_turns
 
 OPTS = SearchOptions(k_dense=40, k_pool=120, k_codes=120, k_lexical=40, k_recent=5,
                      threshold=-1.0, exact_limit=100, smooth=1.0)
@@ -109,3 +110,20 @@ def test_concurrent_split_searches_share_a_small_pool(app, settings, embedder, l
             t.join(60)
         assert not errors and [got[i] for i in range(8)] == expected
         assert all(len(ids) == 20 for ids in expected)
+
+
+def test_a_split_user_wide_search_keeps_its_summaries(app):
+    """Past the exact scan a user-wide search reads its summaries on its own connection after the
+    dense part, while the full text runs beside: the memories, summaries included, are those of
+    the same search within the exact scan (one statement, the summaries beside it)."""
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    _summary_of_the_first_turns(app, user, conv)
+    found = {}
+    for name, opts in (("split", SearchOptions(limit=10, exact_limit=2)), ("whole", SearchOptions(limit=10))):
+        engine = MemorySearch(app.pool, app.embedder, opts)
+        for _ in range(2):  # the second search of a scope runs on the plan inputs the first read
+            found.setdefault(name, []).append([m.as_json() for m in engine.search(user, "pottery classes Tuesday")])
+    assert found["split"][0] == found["split"][1] == found["whole"][0] == found["whole"][1]
+    assert any(m["kind"] == "summary" for m in found["split"][0])
+    assert any(m["kind"] == "message" for m in found["split"][0])
