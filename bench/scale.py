@@ -180,13 +180,12 @@ def index_build_settings(conn: psycopg.Connection, maintenance_work_mem: str, bu
     conn.execute(f"set max_parallel_maintenance_workers = {int(build_workers)}")
 
 
-def create_hnsw(conn: psycopg.Connection, name: str, where: sql.Composable | None = None) -> float:
-    """Build an HNSW cosine index on the messages' embeddings (0001's parameters), partial when
-    `where` is given; returns the build's seconds."""
-    partial = sql.SQL(" where {}").format(where) if where is not None else sql.SQL("")
+def create_hnsw(conn: psycopg.Connection, name: str) -> float:
+    """Build an HNSW cosine index on the messages' embeddings (0001's parameters); returns the
+    build's seconds."""
     t = time.perf_counter()
     conn.execute(sql.SQL("create index {} on memctx.messages using hnsw (embedding vector_cosine_ops) "
-                         "with (m = 16, ef_construction = 64){}").format(sql.Identifier(name), partial))
+                         "with (m = 16, ef_construction = 64)").format(sql.Identifier(name)))
     return round(time.perf_counter() - t, 1)
 
 

@@ -78,13 +78,13 @@ def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, pla
     """The SQL text of search query `name` for `signals` under `plan` (a key of PLANS): all of
     it, or one of the two `PARTS` of a split search (the other part's list empty)."""
     generated = signal_sql(signals)
-    dense_turns, lexical = PLANS[plan]
+    dense_turns, full_text = PLANS[plan]
     hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
     passages = _block(queries, PASSAGES[plan]).format(passage_conversation=conversation_filter(name, "p"))
     dense = _join([_block(queries, b) for b in dense_turns] + [_block(queries, "search_dense_rank")], ",\n")
     lexical = _join((_block(queries, "search_lexical_terms"),
-                     _block(queries, lexical).format(terms_conversation=conversation_filter(name, "mt"))), ", ")
+                     _block(queries, full_text).format(terms_conversation=conversation_filter(name, "mt"))), ", ")
     return sql.SQL(queries[name]).format(
         scope=_block(queries, SCOPES[name]), passages=passages,
         dense=_block(queries, "search_dense_none") if part == "lexical" else dense,

@@ -167,7 +167,7 @@ class MemorySearch:
             # when the pool has one free (else after it on this one): a heavy user's lists took
             # ~8 and ~19 ms of a ~45 ms statement, one after the other (docs/RETRIEVAL.md).
             split = inputs["scope_size"] > opts.exact_limit and not generic
-            lexical = _BESIDE.submit(self._part_beside, name, plan, params, opts) if split else None
+            lexical = _BESIDE.submit(self._beside, _part, name, plan, params, opts) if split else None
             # A user-wide search's summaries: their own statement, on another connection beside the
             # turns' statement when the pool has one free, else after it on this one; after it
             # anyway when the full text runs beside (two cores: a third statement at once only
@@ -197,21 +197,16 @@ class MemorySearch:
             return rows + (summaries if summaries is not None else _summaries(conn, params, opts))
 
     def _summaries_beside(self, params: dict[str, Any], opts: SearchOptions) -> list[dict[str, Any]] | None:
-        """The summaries of a user-wide search on a connection of its own, or None when the pool
-        has none free within BESIDE_WAIT_S (no search waits long for a second connection while
-        holding its first)."""
-        try:
-            with self.pool.connection(BESIDE_WAIT_S) as conn:
-                return _summaries(conn, params, opts)
-        except PoolTimeout:
-            return None
+        """The summaries of a user-wide search on a connection of its own (`_beside`)."""
+        return self._beside(_summaries, params, opts)
 
-    def _part_beside(self, name: str, plan: str, params: dict[str, Any], opts: SearchOptions) -> list[dict[str, Any]] | None:
-        """The full-text part of a split search on a connection of its own, or None when the pool
-        has none free within BESIDE_WAIT_S."""
+    def _beside(self, run: Any, *args: Any) -> list[dict[str, Any]] | None:
+        """`run(conn, *args)` on a connection of its own, or None when the pool has none free
+        within BESIDE_WAIT_S (no search waits long for a second connection while holding its
+        first; the caller then runs it after its own statement, on its connection)."""
         try:
             with self.pool.connection(BESIDE_WAIT_S) as conn:
-                return _part(conn, name, plan, params, opts)
+                return run(conn, *args)
         except PoolTimeout:
             return None
 
@@ -240,8 +235,9 @@ _BESIDE = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-beside")
 BESIDE_WAIT_S = 0.002
 
 
-def _search_settings(conn: Connection, plan: str, params: Mapping[str, Any], opts: SearchOptions) -> None:
-    """The settings of a search statement's transaction (they last the transaction)."""
+def _search_settings(conn: Connection, plan: str | None, params: Mapping[str, Any], opts: SearchOptions) -> None:
+    """The settings of a search statement's transaction (they last the transaction); `plan`:
+    the turns' plan, None for the summaries' statement."""
     if opts.parallel_workers is not None:
         conn.execute(QUERIES["search_parallel_workers"], params)
     if plan == "index":
@@ -282,8 +278,7 @@ def merge_parts(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> li
 def _summaries(conn: Connection, params: Mapping[str, Any], opts: SearchOptions) -> list[dict[str, Any]]:
     """The summary rows of a user-wide search (`search_user_summaries`), in one round trip."""
     with conn.pipeline(), conn.transaction():
-        if opts.parallel_workers is not None:
-            conn.execute(QUERIES["search_parallel_workers"], params)
+        _search_settings(conn, None, params, opts)
         rows = conn.execute(SUMMARY_QUERY, params)
     return rows.fetchall()
 
