@@ -159,15 +159,16 @@ class MemorySearch:
             if inputs is None:
                 inputs = conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
             params["scope_size"] = inputs["scope_size"]
+            iterative = inputs["iterative_scan"]
             plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts, matches_indexed=inputs["scope_tsv_index"],
                                ranged=time_range is not None, user_wide=conversation is None,
-                               own_index=inputs["own_index"])
+                               own_index=inputs["own_index"], iterative=iterative)
             generic = runs_generic(plan, inputs["scope_size"], opts)
             # Past the exact scan, the full-text list runs beside the rest, on a second connection
             # when the pool has one free (else after it on this one): a heavy user's lists took
             # ~8 and ~19 ms of a ~45 ms statement, one after the other (docs/RETRIEVAL.md).
             split = inputs["scope_size"] > opts.exact_limit and not generic
-            lexical = _BESIDE.submit(self._beside, _part, name, plan, params, opts) if split else None
+            lexical = _BESIDE.submit(self._beside, _part, name, plan, iterative, params, opts) if split else None
             # A user-wide search's summaries: their own statement, on another connection beside the
             # turns' statement when the pool has one free, else after it on this one; after it
             # anyway when the full text runs beside (two cores: a third statement at once only
@@ -175,7 +176,7 @@ class MemorySearch:
             beside = None if conversation or split else _BESIDE.submit(self._summaries_beside, dict(params), opts)
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
-                _search_settings(conn, plan, params, opts)
+                _search_settings(conn, plan, iterative, params, opts)
                 if generic:
                     conn.execute(QUERIES["search_generic_plan"])
                 query = SEARCH_PARTS[(name, plan, "dense")] if split else SEARCH_QUERIES[(name, plan)]
@@ -187,7 +188,7 @@ class MemorySearch:
             if lexical is not None:
                 lexical_rows = lexical.result()
                 if lexical_rows is None:
-                    lexical_rows = _part(conn, name, plan, params, opts)
+                    lexical_rows = _part(conn, name, plan, iterative, params, opts)
                 rows = merge_parts(rows, lexical_rows)
             if conversation is not None:
                 return rows
@@ -235,20 +236,23 @@ _BESIDE = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-beside")
 BESIDE_WAIT_S = 0.002
 
 
-def _search_settings(conn: Connection, plan: str | None, params: Mapping[str, Any], opts: SearchOptions) -> None:
+def _search_settings(conn: Connection, plan: str | None, iterative: bool, params: Mapping[str, Any],
+                     opts: SearchOptions) -> None:
     """The settings of a search statement's transaction (they last the transaction); `plan`:
-    the turns' plan, None for the summaries' statement."""
+    the turns' plan, None for the summaries' statement; `iterative`: pgvector scans HNSW
+    iteratively (0.8 and later; `search_plan_inputs`)."""
     if opts.parallel_workers is not None:
         conn.execute(QUERIES["search_parallel_workers"], params)
     if plan == "index":
-        conn.execute(QUERIES["search_hnsw_settings"], params)
+        conn.execute(QUERIES["search_hnsw_settings" if iterative else "search_hnsw_ef_search"], params)
 
 
-def _part(conn: Connection, name: str, plan: str, params: Mapping[str, Any], opts: SearchOptions) -> list[dict[str, Any]]:
+def _part(conn: Connection, name: str, plan: str, iterative: bool, params: Mapping[str, Any],
+          opts: SearchOptions) -> list[dict[str, Any]]:
     """The full-text part of a split search (its rows: the full-text hits and their neighbours),
     in one round trip; the recent turns come with the other part."""
     with conn.pipeline(), conn.transaction():
-        _search_settings(conn, plan, params, opts)
+        _search_settings(conn, plan, iterative, params, opts)
         rows = conn.execute(SEARCH_PARTS[(name, plan, "lexical")], {**params, "k_recent": 0}, prepare=False)
     return rows.fetchall()
 
@@ -278,7 +282,7 @@ def merge_parts(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> li
 def _summaries(conn: Connection, params: Mapping[str, Any], opts: SearchOptions) -> list[dict[str, Any]]:
     """The summary rows of a user-wide search (`search_user_summaries`), in one round trip."""
     with conn.pipeline(), conn.transaction():
-        _search_settings(conn, None, params, opts)
+        _search_settings(conn, None, False, params, opts)
         rows = conn.execute(SUMMARY_QUERY, params)
     return rows.fetchall()
 
@@ -328,7 +332,7 @@ def runs_generic(plan: str, scope_size: int, opts: SearchOptions) -> bool:
 
 
 def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions, *, matches_indexed: bool = False,
-                ranged: bool = False, user_wide: bool = False, own_index: bool = False) -> str:
+                ranged: bool = False, user_wide: bool = False, own_index: bool = False, iterative: bool = True) -> str:
     """The plan (a key of `memctx.retrieve.queries.PLANS`) for a scope of `scope_size` messages
     in a table of about `table_rows` (0 when never analyzed).
 
@@ -341,15 +345,18 @@ def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions, *, matche
     quantized pool (`opts.k_codes` codes rescored, unless 0), whose cost follows the user's size
     alone. A user the worker gave an HNSW index of their own (`own_index`, memctx/pipeline/user_index.py)
     is searched without a time range through it, which holds that user's vectors alone: the index
-    plan then visits about the pool, whatever the table. Of the plans that apply, the cheapest in
-    rows of the exact scan.
+    plan then visits about the pool, whatever the table. Without iterative scans (pgvector before
+    0.8: not `iterative`) an index scan yields at most ef_search tuples before the scope's filter,
+    so the index plan applies only to a user's own index, which holds nothing else. Of the plans
+    that apply, the cheapest in rows of the exact scan.
     """
     if scope_size <= opts.exact_limit:
         return "bounded" if matches_indexed and not ranged else "exact"
     costs = {"bounded": float(scope_size)}
-    share = 1.0 if user_wide and own_index and not ranged else scope_size / max(table_rows, scope_size)
+    own = user_wide and own_index and not ranged
+    share = 1.0 if own else scope_size / max(table_rows, scope_size)
     visits = pool_size(opts) / share
-    if visits <= opts.max_scan_tuples / 2:
+    if visits <= opts.max_scan_tuples / 2 and (iterative or own):
         costs["index"] = visits * INDEX_VISIT_COST
     if user_wide and opts.k_codes > 0:
         costs["quantized"] = scope_size * CODE_COST + max(opts.k_codes, pool_size(opts)) * LOOKUP_COST

@@ -467,24 +467,35 @@ select sr.kind, sr.id, sr.conversation_id, null::bigint as seq, sr.first_seq, sr
 -- before the first ANALYZE), whether 0026 could build the full-text index that serves a
 -- user's or a conversation's matches (it needs btree_gin), and whether the worker has built the
 -- user an HNSW index of their own (memctx/pipeline/user_index.py; a build still running is not
--- valid yet).
+-- valid yet), and whether pgvector scans HNSW iteratively (0.8 and later; see
+-- `search_hnsw_settings`).
 select coalesce(sum(c.message_count), 0)::bigint as scope_size,
        (select greatest(t.reltuples, 0)::bigint from pg_class t where t.oid = 'memctx.messages'::regclass)
          as table_rows,
        to_regclass('memctx.message_terms_scope_tsv_idx') is not null as scope_tsv_index,
        exists (select 1 from pg_catalog.pg_index i
                 where i.indexrelid = to_regclass('memctx.messages_hnsw_user_' || replace(%(user_id)s::text, '-', ''))
-                  and i.indisvalid) as own_index
+                  and i.indisvalid) as own_index,
+       coalesce((select (regexp_match(e.extversion, '^(\d+)\.(\d+)'))::int[] >= '{0,8}'::int[]
+                   from pg_catalog.pg_extension e where e.extname = 'vector'), false) as iterative_scan
   from memctx.conversations c
  where c.user_id = %(user_id)s::uuid
    and (%(conversation_id)s::uuid is null or c.id = %(conversation_id)s::uuid)
 
 -- name: search_hnsw_settings
--- The HNSW settings of the plan past the exact scan, for the rest of the transaction. Only that
--- plan runs it (the exact plans never scan HNSW, and pgvector before 0.8 has no iterative scans).
+-- The HNSW settings of the index plan, for the rest of the transaction: only that plan runs it
+-- (the other plans never scan HNSW), and only on pgvector 0.8 or later.
 select set_config('hnsw.iterative_scan', 'relaxed_order', true) as iterative_scan,
        set_config('hnsw.ef_search', %(ef_search)s::text, true) as ef_search,
        set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s::text, true) as max_scan_tuples
+
+-- name: search_hnsw_ef_search
+-- `search_hnsw_settings` for pgvector before 0.8 (0.7 has the quantized plan's bit type and
+-- binary_quantize), which has no iterative scans. Setting either of their parameters fails
+-- there: pgvector reserves the `hnsw.` prefix once loaded, so an unknown `hnsw.*` name is an
+-- error, not a placeholder. A scan then yields at most ef_search tuples, which only a user's
+-- own index fills with that user's turns (`choose_plan`).
+select set_config('hnsw.ef_search', %(ef_search)s::text, true) as ef_search
 
 -- name: search_generic_plan
 -- For the rest of the transaction: prepared statements run their generic plan (search.py's

@@ -79,6 +79,11 @@ def test_the_plan_follows_the_scope_size_and_its_share_of_the_table():
     assert choose_plan(100_000, 1_000_000, opts) == "index"  # 10 %: about 6,000 visits instead of 100k rows
     assert choose_plan(100_000, 0, opts) == "index"  # never analyzed: the scope is taken for the table
     assert choose_plan(100_000, 1_000_000, SearchOptions(k_dense=200, k_pool=600, max_scan_tuples=5_000)) == "bounded"
+    # pgvector before 0.8: a filtered index scan stops at ef_search tuples, so only a user's own
+    # index (which holds that user alone) serves the pool
+    assert choose_plan(100_000, 1_000_000, opts, iterative=False) == "bounded"
+    assert choose_plan(100_000, 1_000_000, opts, user_wide=True, iterative=False) == "quantized"
+    assert choose_plan(100_000, 1_000_000, opts, user_wide=True, own_index=True, iterative=False) == "index"
 
 
 

@@ -17,6 +17,7 @@ from memctx.app import open_app
 from memctx.pipeline import user_index
 from memctx.retrieve import MemorySearch, SearchOptions
 from memctx.retrieve.queries import SEARCH_QUERIES
+from memctx.retrieve import search as search_module
 from memctx.retrieve.search import choose_plan
 from memctx.sql import QUERIES
 from test_retrieve_quantized import NOISE, _params, _query
@@ -177,6 +178,49 @@ def test_the_owner_of_messages_builds_it_without_being_a_superuser(heavy, settin
         with psycopg.connect(worker_app.url, autocommit=True) as conn:
             conn.execute(f"alter table memctx.messages owner to {admin}")
             conn.execute(f"alter table memctx.conversations owner to {admin}")
+
+
+@pytest.mark.parametrize("version, iterative", [("0.7.0", False), ("0.7.4", False), ("0.8.0", True), ("0.10.1", True)])
+def test_the_plan_inputs_read_whether_pgvector_scans_iteratively(heavy, version, iterative):
+    worker_app, user, other, centers, rng = heavy
+    with psycopg.connect(worker_app.url) as conn:  # the catalog's version, rolled back
+        conn.execute("update pg_extension set extversion = %s where extname = 'vector'", (version,))
+        assert conn.execute(QUERIES["search_plan_inputs"], {"user_id": user, "conversation_id": None}
+                            ).fetchone()[4] is iterative
+        conn.rollback()
+
+
+def test_on_pgvector_before_0_8_searches_never_set_iterative_scans(heavy):
+    """pgvector 0.7 reserves the `hnsw.` prefix and has no `hnsw.iterative_scan`: setting it
+    fails the search. Here the settings statement fails as it would there, and the catalog says
+    0.7.4: the user's searches still run, the user-wide one through their own index, and find
+    what they find on 0.8."""
+    worker_app, user, other, centers, rng = heavy
+    assert user_index.maintain(worker_app).built == [user]
+    opts = SearchOptions(k_dense=40, k_pool=100, k_lexical=40, threshold=-1.0, exact_limit=100)
+    vec = _query(rng, centers)
+    with worker_app.pool.connection() as conn:
+        conversation = conn.execute("select id from memctx.conversations where user_id = %s limit 1",
+                                    (user,)).fetchone()["id"]
+    scopes = (None, conversation)
+    on_0_8 = {scope: [m.id for m in MemorySearch(worker_app.pool, worker_app.embedder, opts).search(
+        user, "jazz kayak", scope, limit=20, query_vec=vec)] for scope in scopes}
+    with psycopg.connect(worker_app.url, autocommit=True) as conn:
+        version = conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()[0]
+        conn.execute("update pg_extension set extversion = '0.7.4' where extname = 'vector'")
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(search_module, "QUERIES",  # the settings fail as 0.7's do
+                          {**QUERIES, "search_hnsw_settings": "select 1 / 0 as iterative_scan"})
+            engine = MemorySearch(worker_app.pool, worker_app.embedder, opts)
+            on_0_7 = {scope: [m.id for m in engine.search(user, "jazz kayak", scope, limit=20, query_vec=vec)]
+                      for scope in scopes}
+            assert engine._plan_inputs[(user, None)]["own_index"]
+            assert not engine._plan_inputs[(user, None)]["iterative_scan"]
+    finally:
+        with psycopg.connect(worker_app.url, autocommit=True) as conn:
+            conn.execute("update pg_extension set extversion = %s where extname = 'vector'", (version,))
+    assert on_0_7 == on_0_8 and all(on_0_7.values())
 
 
 class _AppView:
