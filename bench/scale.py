@@ -99,7 +99,7 @@ def timed(fn, n):
         t = time.perf_counter()
         fn(i)
         out.append((time.perf_counter() - t) * 1000)
-    return {"p50_ms": pct(out, 50), "p95_ms": pct(out, 95), "n": n}
+    return {"p50_ms": pct(out, 50), "p95_ms": pct(out, 95), "p99_ms": pct(out, 99), "max_ms": round(max(out), 2), "n": n}
 
 
 def create_database(admin_url: str, name: str, embedder) -> str:

@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=8, ge=1)
     statement_timeout_ms: int = Field(default=30_000, ge=0)
+    gc_freeze: bool = Field(
+        default=True, description="the first App of a process moves every object alive then (the imported "
+                                  "libraries') out of the cyclic garbage collector's reach (gc.freeze)")
 
     # Tokens and input limits -------------------------------------------------------------
     token_encoding: str = Field(default="cl100k_base", description="tiktoken encoding, loaded offline")
