@@ -80,11 +80,16 @@ select gen_random_uuid(), c.id, c.user_id, s.seq, case when s.seq %% 2 = 1 then 
 """
 
 # conversations.lexeme_count (0016) of the loaded messages, from each row's count (0025, written
-# with triggers off too): left at 0, BM25's mean length would be 1 lexeme in every scope.
+# with triggers off too): left at 0, BM25's mean length would be 1 lexeme in every scope. And
+# their speakers (0027), which the count trigger keeps too: left empty, a query's names would be
+# searched as words.
 CONVERSATION_LEXEMES_SQL = """
 update memctx.conversations c
-   set lexeme_count = s.lexemes
-  from (select m.user_id, m.conversation_id, sum(m.lexemes) as lexemes from memctx.messages m group by 1, 2) s
+   set lexeme_count = s.lexemes, speakers = s.speakers
+  from (select m.user_id, m.conversation_id, sum(m.lexemes) as lexemes,
+               coalesce(array_agg(distinct m.metadata ->> 'speaker' order by m.metadata ->> 'speaker')
+                          filter (where m.metadata ->> 'speaker' <> ''), '{}') as speakers
+          from memctx.messages m group by 1, 2) s
  where c.id = s.conversation_id and c.user_id = s.user_id
 """
 

@@ -212,8 +212,8 @@ class MemorySearch:
             return None
 
     def speakers(self, user: UUID, conversation: UUID | None) -> tuple[str, ...]:
-        """The speaker names of the conversation, or of all of the user's conversations (cached;
-        speakers rarely change)."""
+        """The speaker names of the conversation, or of all of the user's conversations, as their
+        conversations keep them (migration 0027); cached per scope, as speakers rarely change."""
         known = self._speakers.get((user, conversation))
         if known is not None:
             return known

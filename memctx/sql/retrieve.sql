@@ -595,9 +595,10 @@ select m.id, m.conversation_id, m.seq, m.role, m.text, m.external_id, m.token_co
 
 -- name: conversation_speakers
 -- The speaker names (metadata.speaker) of a conversation, or of all of the user's conversations
--- when conversation_id is null, for query analysis; cached by callers.
-select distinct m.metadata ->> 'speaker' as speaker
-  from memctx.messages m
- where m.user_id = %(user_id)s::uuid
-   and (%(conversation_id)s::uuid is null or m.conversation_id = %(conversation_id)s::uuid)
-   and m.metadata ? 'speaker'
+-- when conversation_id is null, for query analysis: the names each conversation keeps (0027),
+-- not every message of the scope. Cached by callers.
+select distinct s.speaker
+  from memctx.conversations c
+ cross join lateral unnest(c.speakers) as s(speaker)
+ where c.user_id = %(user_id)s::uuid
+   and (%(conversation_id)s::uuid is null or c.id = %(conversation_id)s::uuid)

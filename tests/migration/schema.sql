@@ -340,9 +340,13 @@ begin
      set last_seq = greatest(c.last_seq, n.last_seq),
          message_count = c.message_count + n.added,
          lexeme_count = c.lexeme_count + n.lexemes,
-         last_message_at = greatest(coalesce(c.last_message_at, n.last_at), n.last_at)
+         last_message_at = greatest(coalesce(c.last_message_at, n.last_at), n.last_at),
+         speakers = case when n.speakers <@ c.speakers then c.speakers
+                         else array(select distinct s from pg_catalog.unnest(c.speakers || n.speakers) as s order by s) end
     from (select r.conversation_id, r.user_id, max(r.seq) as last_seq, count(*) as added,
-                 coalesce(sum(r.lexemes), 0) as lexemes, max(r.created_at) as last_at
+                 coalesce(sum(r.lexemes), 0) as lexemes, max(r.created_at) as last_at,
+                 coalesce(array_agg(distinct r.metadata ->> 'speaker') filter (where r.metadata ->> 'speaker' <> ''),
+                          '{}') as speakers
             from new_rows r
            group by r.conversation_id, r.user_id) n
    where c.id = n.conversation_id
@@ -548,7 +552,8 @@ CREATE TABLE memctx.conversations (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_message_at timestamp with time zone,
     closed_at timestamp with time zone,
-    lexeme_count bigint DEFAULT 0 NOT NULL
+    lexeme_count bigint DEFAULT 0 NOT NULL,
+    speakers text[] DEFAULT '{}'::text[] NOT NULL
 );
 
 
@@ -2000,6 +2005,13 @@ GRANT INSERT(closed_at),UPDATE(closed_at) ON TABLE memctx.conversations TO authe
 --
 
 GRANT INSERT(lexeme_count),UPDATE(lexeme_count) ON TABLE memctx.conversations TO authenticated;
+
+
+--
+-- Name: COLUMN conversations.speakers; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT INSERT(speakers),UPDATE(speakers) ON TABLE memctx.conversations TO authenticated;
 
 
 --

@@ -318,3 +318,28 @@ def test_0025_leaves_stored_messages_uncounted_and_counts_new_ones(empty_db, tmp
                                                  {"text": "Kayaking at sunset", "lexemes": 5, "stored": 5}]
         assert conn.execute("select lexeme_count from memctx.conversations where id = %s",
                             (conv,)).fetchone()["lexeme_count"] == 6 + 5  # inserts add their counts
+
+
+def test_0027_gives_conversations_the_names_of_their_speakers_and_inserts_add_new_ones(empty_db, tmp_path):
+    """Each conversation's speaker names (read by a search's query analysis instead of every
+    message of its scope): the migration fills them from the stored messages, per conversation
+    and in order, without empty names; an insert adds the names new to its conversation, once."""
+    user = uuid.uuid4()
+    insert = ("insert into memctx.messages (conversation_id, role, content, text, metadata) "
+              "select %s, 'user', '[]'::jsonb, 'said', m from unnest(%s::jsonb[]) m")
+    names = "select id, speakers from memctx.conversations where user_id = %s order by created_at, id"
+    with _conn(empty_db) as conn:
+        _migrated_before(conn, tmp_path, 27)
+        convs = [conn.execute("insert into memctx.conversations (user_id, created_at) values (%s, now() + %s * "
+                              "interval '1 s') returning id", (user, i)).fetchone()["id"] for i in range(3)]
+        conn.execute(insert, (convs[0], [Jsonb({"speaker": "Melanie"}), Jsonb({"speaker": "Caroline"}),
+                                         Jsonb({"speaker": "Melanie"}), Jsonb({"speaker": ""}), Jsonb({})]))
+        conn.execute(insert, (convs[1], [Jsonb({"session": 1})]))
+        conn.commit()
+        assert _apply(conn, tmp_path, 27) == [27]
+        assert [r["speakers"] for r in conn.execute(names, (user,))] == [["Caroline", "Melanie"], [], []]
+        conn.execute(insert, (convs[0], [Jsonb({"speaker": "Caroline"})]))  # known: unchanged
+        conn.execute(insert, (convs[1], [Jsonb({"speaker": "Zoe"}), Jsonb({"speaker": "Adam"}), Jsonb({"speaker": "Zoe"})]))
+        conn.execute(insert, (convs[0], [Jsonb({"speaker": "Bob"})]))
+        conn.commit()
+        assert [r["speakers"] for r in conn.execute(names, (user,))] == [["Bob", "Caroline", "Melanie"], ["Adam", "Zoe"], []]
