@@ -168,15 +168,15 @@ class MemorySearch:
             # when the pool has one free (else after it on this one): a heavy user's lists took
             # ~8 and ~19 ms of a ~45 ms statement, one after the other (docs/RETRIEVAL.md).
             split = inputs["scope_size"] > opts.exact_limit and not generic
-            lexical = _BESIDE.submit(self._beside, _part, name, plan, iterative, params, opts) if split else None
+            lexical = _BESIDE.submit(self._beside, _part, name, plan, iterative, params) if split else None
             # A user-wide search's summaries: their own statement, on another connection beside the
             # turns' statement when the pool has one free, else after it on this one; after it
             # anyway when the full text runs beside (two cores: a third statement at once only
             # slowed the full text, the longest of them).
-            beside = None if conversation or split else _BESIDE.submit(self._summaries_beside, dict(params), opts)
+            beside = None if conversation or split else _BESIDE.submit(self._summaries_beside, dict(params))
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
-                _search_settings(conn, plan, iterative, params, opts)
+                _search_settings(conn, plan, iterative, params)
                 if generic:
                     conn.execute(QUERIES["search_generic_plan"])
                 query = SEARCH_PARTS[(name, plan, "dense")] if split else SEARCH_QUERIES[(name, plan)]
@@ -184,22 +184,22 @@ class MemorySearch:
                 fresh = conn.execute(QUERIES["search_plan_inputs"], params)
             _remember(self._plan_inputs, (user, conversation), fresh.fetchone())
             rows = rows.fetchall()
-            summaries = _summaries(conn, params, opts) if conversation is None and split else None
+            summaries = _summaries(conn, params) if conversation is None and split else None
             if lexical is not None:
                 lexical_rows = lexical.result()
                 if lexical_rows is None:
-                    lexical_rows = _part(conn, name, plan, iterative, params, opts)
+                    lexical_rows = _part(conn, name, plan, iterative, params)
                 rows = merge_parts(rows, lexical_rows)
             if conversation is not None:
                 return rows
             if beside is not None:
                 summaries = beside.result()
             # the turns in order, then the summaries (fusion breaks ties by this order)
-            return rows + (summaries if summaries is not None else _summaries(conn, params, opts))
+            return rows + (summaries if summaries is not None else _summaries(conn, params))
 
-    def _summaries_beside(self, params: dict[str, Any], opts: SearchOptions) -> list[dict[str, Any]] | None:
+    def _summaries_beside(self, params: dict[str, Any]) -> list[dict[str, Any]] | None:
         """The summaries of a user-wide search on a connection of its own (`_beside`)."""
-        return self._beside(_summaries, params, opts)
+        return self._beside(_summaries, params)
 
     def _beside(self, run: Any, *args: Any) -> list[dict[str, Any]] | None:
         """`run(conn, *args)` on a connection of its own, or None when the pool has none free
@@ -236,23 +236,21 @@ _BESIDE = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-beside")
 BESIDE_WAIT_S = 0.002
 
 
-def _search_settings(conn: Connection, plan: str | None, iterative: bool, params: Mapping[str, Any],
-                     opts: SearchOptions) -> None:
-    """The settings of a search statement's transaction (they last the transaction); `plan`:
+def _search_settings(conn: Connection, plan: str | None, iterative: bool, params: Mapping[str, Any]) -> None:
+    """The settings of a search statement's transaction (they last the transaction: no JIT, the
+    parallel workers of `params`, and the index plan's HNSW settings); `plan`:
     the turns' plan, None for the summaries' statement; `iterative`: pgvector scans HNSW
     iteratively (0.8 and later; `search_plan_inputs`)."""
-    if opts.parallel_workers is not None:
-        conn.execute(QUERIES["search_parallel_workers"], params)
+    conn.execute(QUERIES["search_transaction_settings"], params)
     if plan == "index":
         conn.execute(QUERIES["search_hnsw_settings" if iterative else "search_hnsw_ef_search"], params)
 
 
-def _part(conn: Connection, name: str, plan: str, iterative: bool, params: Mapping[str, Any],
-          opts: SearchOptions) -> list[dict[str, Any]]:
+def _part(conn: Connection, name: str, plan: str, iterative: bool, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The full-text part of a split search (its rows: the full-text hits and their neighbours),
     in one round trip; the recent turns come with the other part."""
     with conn.pipeline(), conn.transaction():
-        _search_settings(conn, plan, iterative, params, opts)
+        _search_settings(conn, plan, iterative, params)
         rows = conn.execute(SEARCH_PARTS[(name, plan, "lexical")], {**params, "k_recent": 0}, prepare=False)
     return rows.fetchall()
 
@@ -279,10 +277,10 @@ def merge_parts(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> li
     return sorted(rows.values(), key=lambda r: (r["conversation_id"], r["seq"]))
 
 
-def _summaries(conn: Connection, params: Mapping[str, Any], opts: SearchOptions) -> list[dict[str, Any]]:
+def _summaries(conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The summary rows of a user-wide search (`search_user_summaries`), in one round trip."""
     with conn.pipeline(), conn.transaction():
-        _search_settings(conn, None, False, params, opts)
+        _search_settings(conn, None, False, params)
         rows = conn.execute(SUMMARY_QUERY, params)
     return rows.fetchall()
 

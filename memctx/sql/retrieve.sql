@@ -502,14 +502,23 @@ select set_config('hnsw.ef_search', %(ef_search)s::text, true) as ef_search
 -- bounded searches, whose custom plans took over a third of their time to make).
 select set_config('plan_cache_mode', 'force_generic_plan', true) as plan_cache_mode
 
--- name: search_parallel_workers
--- For the rest of the transaction: at most this many parallel workers per scan (search.py runs it
--- before every search, 0 by default). Past the exact scan, a user of a few thousand turns got a
--- parallel bitmap scan whose workers sorted every row, vector included, for the dense list's
--- window (a sort that spilled to disk) and whose start-up alone could take longer than the
--- whole serial search on a busy machine; serial, the planner reads the same rows in
--- (user_id, conversation_id, seq) order from messages_user_idx and sorts nothing.
-select set_config('max_parallel_workers_per_gather', %(parallel_workers)s::text, true) as parallel_workers
+-- name: search_transaction_settings
+-- For the rest of the transaction (search.py runs it before every search statement):
+-- * no JIT compilation. The planner compiles a statement whose estimated cost passes
+--   jit_above_cost (100,000 by default) where the server has LLVM (Debian's and most managed
+--   servers' packages do; the embedded ones here do not): a heavy user's dense part through the
+--   index plan is estimated at ~217,000 on bench/scale.py's 1M table (its fallback scan of the
+--   user's rows, which never runs, is costed in) and runs in under 20 ms; compiling takes tens of
+--   milliseconds, the first in a connection far longer;
+-- * at most `parallel_workers` parallel workers per scan (0 by default; null leaves the
+--   server's setting). Past the exact scan, a user of a few thousand turns got a parallel bitmap
+--   scan whose workers sorted every row, vector included, for the dense list's window (a sort that
+--   spilled to disk) and whose start-up alone could take longer than the whole serial search on a
+--   busy machine; serial, the planner reads the same rows in (user_id, conversation_id, seq) order
+--   from messages_user_idx and sorts nothing.
+select set_config('jit', 'off', true) as jit,
+       case when %(parallel_workers)s::int is not null
+            then set_config('max_parallel_workers_per_gather', %(parallel_workers)s::text, true) end as parallel_workers
 
 -- name: search_global_dense
 -- Nearest messages across all users through the HNSW index (operators, benchmarks). The

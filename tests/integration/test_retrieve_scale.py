@@ -7,12 +7,14 @@ import uuid
 from datetime import datetime, timezone
 
 import numpy as np
+import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 from memctx.models import NewMessage
 from memctx.retrieve import MemorySearch, SearchOptions
 from memctx.retrieve.queries import PLANS, SEARCH_QUERIES
-from memctx.retrieve.search import choose_plan, pool_size, runs_generic
+from memctx.retrieve.search import _search_settings, choose_plan, pool_size, runs_generic
 from memctx.sql import QUERIES
 
 WORDS = ("pottery hiking dolomites budget jazz concert sourdough wedding collie garden tomatoes marathon guitar "
@@ -85,6 +87,26 @@ def test_the_plan_follows_the_scope_size_and_its_share_of_the_table():
     assert choose_plan(100_000, 1_000_000, opts, user_wide=True, iterative=False) == "quantized"
     assert choose_plan(100_000, 1_000_000, opts, user_wide=True, own_index=True, iterative=False) == "index"
 
+
+
+def test_a_search_transaction_compiles_nothing_and_sets_its_workers_and_hnsw_settings(app):
+    """No JIT in a search's transaction (a heavy user's dense part passes jit_above_cost where the
+    server has LLVM), its parallel workers when set, the index plan's HNSW settings; the
+    connection's own settings again after it."""
+    show = "select current_setting('jit') as jit, current_setting('max_parallel_workers_per_gather') as workers, " \
+           "current_setting('hnsw.ef_search', true) as ef_search"
+    with psycopg.connect(app.url, autocommit=True, row_factory=dict_row) as conn:
+        conn.execute("select '[1]'::vector")  # pgvector loaded: its hnsw.* settings exist
+        conn.execute("set jit = on")
+        before = conn.execute(show).fetchone()
+        for workers, plan in ((0, "index"), (None, "bounded")):
+            with conn.transaction():
+                _search_settings(conn, plan, True, {"parallel_workers": workers, "ef_search": 123, "max_scan_tuples": 20000})
+                during = conn.execute(show).fetchone()
+            assert during["jit"] == "off"
+            assert during["workers"] == ("0" if workers == 0 else before["workers"])
+            assert during["ef_search"] == ("123" if plan == "index" else before["ef_search"])
+            assert conn.execute(show).fetchone() == before
 
 
 def test_bounded_searches_within_the_exact_scan_run_generic_plans():

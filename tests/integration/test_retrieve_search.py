@@ -148,7 +148,7 @@ def test_user_wide_summaries_are_the_same_beside_the_turns_statement_or_after_it
     beside = []
     real = MemorySearch._summaries_beside
     monkeypatch.setattr(MemorySearch, "_summaries_beside",
-                        lambda self, params, opts: beside.append(real(self, params, opts)) or beside[-1])
+                        lambda self, params: beside.append(real(self, params)) or beside[-1])
     found = {}
     with make_pool(app.pool.conninfo, app.settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1})) as one:
         for name, pool in (("two", app.pool), ("one", one)):

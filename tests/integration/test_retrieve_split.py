@@ -31,7 +31,7 @@ def _whole(app, user, conversation, analysis, vec, plan):
               "scope_size": 1800 if conversation is None else 600}
     name = "search_user" if conversation is None else "search_conversation"
     with app.pool.connection() as conn, conn.transaction():
-        _search_settings(conn, plan, True, params, OPTS)
+        _search_settings(conn, plan, True, params)
         return conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=False).fetchall()
 
 
