@@ -159,16 +159,16 @@ class MemorySearch:
             if inputs is None:
                 inputs = conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
             params["scope_size"] = inputs["scope_size"]
-            iterative = inputs["iterative_scan"]
             plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts, matches_indexed=inputs["scope_tsv_index"],
                                ranged=time_range is not None, user_wide=conversation is None,
-                               own_index=inputs["own_index"], iterative=iterative)
+                               own_index=inputs["own_index"], iterative=inputs["iterative_scan"])
+            hnsw = hnsw_settings(plan, inputs["iterative_scan"])
             generic = runs_generic(plan, inputs["scope_size"], opts)
             # Past the exact scan, the full-text list runs beside the rest, on a second connection
             # when the pool has one free (else after it on this one): a heavy user's lists took
             # ~8 and ~19 ms of a ~45 ms statement, one after the other (docs/RETRIEVAL.md).
             split = inputs["scope_size"] > opts.exact_limit and not generic
-            lexical = _BESIDE.submit(self._beside, _part, name, plan, iterative, params) if split else None
+            lexical = _BESIDE.submit(self._beside, _part, name, plan, hnsw, params) if split else None
             # A user-wide search's summaries: their own statement, on another connection beside the
             # turns' statement when the pool has one free, else after it on this one; after it
             # anyway when the full text runs beside (two cores: a third statement at once only
@@ -176,7 +176,7 @@ class MemorySearch:
             beside = None if conversation or split else _BESIDE.submit(self._summaries_beside, dict(params))
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
-                _search_settings(conn, plan, iterative, params)
+                _search_settings(conn, hnsw, params)
                 if generic:
                     conn.execute(QUERIES["search_generic_plan"])
                 query = SEARCH_PARTS[(name, plan, "dense")] if split else SEARCH_QUERIES[(name, plan)]
@@ -188,7 +188,7 @@ class MemorySearch:
             if lexical is not None:
                 lexical_rows = lexical.result()
                 if lexical_rows is None:
-                    lexical_rows = _part(conn, name, plan, iterative, params)
+                    lexical_rows = _part(conn, name, plan, hnsw, params)
                 rows = merge_parts(rows, lexical_rows)
             if conversation is not None:
                 return rows
@@ -236,21 +236,27 @@ _BESIDE = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-beside")
 BESIDE_WAIT_S = 0.002
 
 
-def _search_settings(conn: Connection, plan: str | None, iterative: bool, params: Mapping[str, Any]) -> None:
-    """The settings of a search statement's transaction (they last the transaction: no JIT, the
-    parallel workers of `params`, and the index plan's HNSW settings); `plan`:
-    the turns' plan, None for the summaries' statement; `iterative`: pgvector scans HNSW
-    iteratively (0.8 and later; `search_plan_inputs`)."""
+def hnsw_settings(plan: str, iterative: bool) -> str | None:
+    """The query of `plan`'s HNSW settings, None when it scans no HNSW index; `iterative`:
+    pgvector scans HNSW iteratively (0.8 and later; `search_plan_inputs`)."""
+    if plan != "index":
+        return None
+    return "search_hnsw_settings" if iterative else "search_hnsw_ef_search"
+
+
+def _search_settings(conn: Connection, hnsw: str | None, params: Mapping[str, Any]) -> None:
+    """The settings of a search statement's transaction (they last the transaction): no JIT, the
+    parallel workers of `params`, and the HNSW settings of query `hnsw` (`hnsw_settings`)."""
     conn.execute(QUERIES["search_transaction_settings"], params)
-    if plan == "index":
-        conn.execute(QUERIES["search_hnsw_settings" if iterative else "search_hnsw_ef_search"], params)
+    if hnsw is not None:
+        conn.execute(QUERIES[hnsw], params)
 
 
-def _part(conn: Connection, name: str, plan: str, iterative: bool, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _part(conn: Connection, name: str, plan: str, hnsw: str | None, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The full-text part of a split search (its rows: the full-text hits and their neighbours),
     in one round trip; the recent turns come with the other part."""
     with conn.pipeline(), conn.transaction():
-        _search_settings(conn, plan, iterative, params)
+        _search_settings(conn, hnsw, params)
         rows = conn.execute(SEARCH_PARTS[(name, plan, "lexical")], {**params, "k_recent": 0}, prepare=False)
     return rows.fetchall()
 
@@ -280,7 +286,7 @@ def merge_parts(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> li
 def _summaries(conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The summary rows of a user-wide search (`search_user_summaries`), in one round trip."""
     with conn.pipeline(), conn.transaction():
-        _search_settings(conn, None, False, params)
+        _search_settings(conn, None, params)
         rows = conn.execute(SUMMARY_QUERY, params)
     return rows.fetchall()
 

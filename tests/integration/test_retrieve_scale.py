@@ -14,7 +14,7 @@ from psycopg.rows import dict_row
 from memctx.models import NewMessage
 from memctx.retrieve import MemorySearch, SearchOptions
 from memctx.retrieve.queries import PLANS, SEARCH_QUERIES
-from memctx.retrieve.search import _search_settings, choose_plan, pool_size, runs_generic
+from memctx.retrieve.search import _search_settings, choose_plan, hnsw_settings, pool_size, runs_generic
 from memctx.sql import QUERIES
 
 WORDS = ("pottery hiking dolomites budget jazz concert sourdough wedding collie garden tomatoes marathon guitar "
@@ -101,7 +101,7 @@ def test_a_search_transaction_compiles_nothing_and_sets_its_workers_and_hnsw_set
         before = conn.execute(show).fetchone()
         for workers, plan in ((0, "index"), (None, "bounded")):
             with conn.transaction():
-                _search_settings(conn, plan, True, {"parallel_workers": workers, "ef_search": 123, "max_scan_tuples": 20000})
+                _search_settings(conn, hnsw_settings(plan, True), {"parallel_workers": workers, "ef_search": 123, "max_scan_tuples": 20000})
                 during = conn.execute(show).fetchone()
             assert during["jit"] == "off"
             assert during["workers"] == ("0" if workers == 0 else before["workers"])

@@ -13,7 +13,7 @@ from memctx.app import open_app
 from memctx.retrieve import MemorySearch, SearchOptions
 from memctx.retrieve.lexical import analyze
 from memctx.retrieve.queries import SEARCH_PARTS, SEARCH_QUERIES
-from memctx.retrieve.search import _search_settings, choose_plan, merge_parts, pool_size
+from memctx.retrieve.search import _search_settings, choose_plan, hnsw_settings, merge_parts, pool_size
 from test_retrieve_quantized import _query, loaded  # noqa: F401  (the fixture)
 from test_retrieve_search import _store, _summary_of_the_first_turns
 
@@ -31,7 +31,7 @@ def _whole(app, user, conversation, analysis, vec, plan):
               "scope_size": 1800 if conversation is None else 600}
     name = "search_user" if conversation is None else "search_conversation"
     with app.pool.connection() as conn, conn.transaction():
-        _search_settings(conn, plan, True, params)
+        _search_settings(conn, hnsw_settings(plan, True), params)
         return conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=False).fetchall()
 
 
