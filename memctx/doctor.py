@@ -306,7 +306,7 @@ def run(settings: Settings) -> list[Check]:
         admin_url = settings.database_url
     else:
         pgdata = db.pgdata_dir(settings)
-        admin_url = db.start_embedded(pgdata).get_uri()
+        admin_url = db.start_embedded(pgdata, settings.embedded_shared_buffers).get_uri()
         checks.append(check_build(embedded_binaries()))
         log_file = pgdata / "log"
     checks += run_database_checks(admin_url, log_file)

