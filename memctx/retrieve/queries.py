@@ -23,13 +23,16 @@ from memctx.sql import QUERIES
 SEARCHES = ("search_conversation", "search_user")
 # Each search's scope block, written for a generic plan (see `memctx.retrieve.search.MemorySearch.fetch`).
 SCOPES = {"search_conversation": "search_scope_conversation", "search_user": "search_scope"}
-# A plan: the blocks that produce the dense list's turns (in order) and the full-text list.
+# A plan: the blocks that produce the dense list (its turns, then their ranking; in order) and the
+# full-text list. The exact plans rank every turn of the scope, the others a pool and its neighbours.
 PLANS = {
-    "exact": (("search_dense_exact",), "search_lexical_exact"),  # every turn of the scope
-    "bounded": (("search_dense_exact",), "search_lexical_bounded"),  # exact dense, full text from the matches
-    "index": (("search_dense_index", "search_dense_pool_turns"), "search_lexical_bounded"),  # dense from HNSW, rescored
+    "exact": (("search_dense_exact", "search_dense_rank_scope"), "search_lexical_exact"),  # every turn of the scope
+    # exact dense, full text from the matches
+    "bounded": (("search_dense_exact", "search_dense_rank_scope"), "search_lexical_bounded"),
+    # dense from HNSW, rescored
+    "index": (("search_dense_index", "search_dense_pool_turns", "search_dense_rank"), "search_lexical_bounded"),
     # dense from the nearest sign-bit codes (migration 0023), rescored
-    "quantized": (("search_dense_quantized", "search_dense_pool_turns"), "search_lexical_bounded"),
+    "quantized": (("search_dense_quantized", "search_dense_pool_turns", "search_dense_rank"), "search_lexical_bounded"),
 }
 # Each plan's block of the long messages' best passages (`passages`).
 PASSAGES = {"exact": "search_passages_exact", "bounded": "search_passages_exact", "index": "search_passages_index",
@@ -78,11 +81,11 @@ def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, pla
     """The SQL text of search query `name` for `signals` under `plan` (a key of PLANS): all of
     it, or one of the two `PARTS` of a split search (the other part's list empty)."""
     generated = signal_sql(signals)
-    dense_turns, full_text = PLANS[plan]
+    dense_blocks, full_text = PLANS[plan]
     hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
     passages = _block(queries, PASSAGES[plan]).format(passage_conversation=conversation_filter(name, "p"))
-    dense = _join([_block(queries, b) for b in dense_turns] + [_block(queries, "search_dense_rank")], ",\n")
+    dense = _join([_block(queries, b) for b in dense_blocks], ",\n")
     lexical = _join((_block(queries, "search_lexical_terms"),
                      _block(queries, full_text).format(terms_conversation=conversation_filter(name, "mt"))), ", ")
     return sql.SQL(queries[name]).format(

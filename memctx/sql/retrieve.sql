@@ -246,6 +246,30 @@ dense as (
    limit %(k_dense)s
 )
 
+-- name: search_dense_rank_scope
+-- (Shared block.) `search_dense_rank` for a dense list of every turn of the scope (the exact
+-- plans): the same scores, ties and list, with each conversation's similarities gathered into one
+-- array in seq order and the neighbours read by subscript. The scope's turns come in (conversation,
+-- seq) order from messages_user_idx, and over thousands of them the window's lag and lead cost
+-- more than the similarities themselves: the dense part of a 5,000-turn conversation took 8.6
+-- instead of 12.6 ms (docs/RETRIEVAL.md). A similarity is never below -1, so -9 stands for none:
+-- an array with nulls is read element by element to find a subscript.
+dense as (
+  select y.id, y.conversation_id, y.seq, row_number() over (order by y.score desc, y.seq desc, y.conversation_id) as rank
+    from (select a.ids[i] as id, a.conversation_id, a.seqs[i] as seq,
+                 a.sims[i] + %(smooth)s::float8 * (coalesce(nullif(a.sims[i - 1], -9), 0) + coalesce(nullif(a.sims[i + 1], -9), 0)) / 2
+                   as score
+            from (select t.conversation_id, array_agg(t.id order by t.seq) as ids, array_agg(t.seq order by t.seq) as seqs,
+                         array_agg(coalesce(t.sim, -9) order by t.seq) as sims
+                    from (select d.id, d.conversation_id, d.seq, greatest(d.sim, ps.sim) as sim
+                            from dense_turns d left join passages ps on ps.id = d.id) t
+                   group by t.conversation_id) a
+           cross join lateral generate_subscripts(a.sims, 1) as i
+           where a.sims[i] > -9
+           order by score desc, seq desc, a.conversation_id
+           limit %(k_dense)s) y
+)
+
 -- name: search_lexical_terms
 -- (Shared block.) The query's terms, one tsquery each, numbered (`term`: a key that hashes,
 -- where grouping thousands of matches by tsquery sorts them). BM25 with binary term frequency:

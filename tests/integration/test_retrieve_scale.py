@@ -13,7 +13,7 @@ from psycopg.rows import dict_row
 
 from memctx.models import NewMessage
 from memctx.retrieve import MemorySearch, SearchOptions
-from memctx.retrieve.queries import PLANS, SEARCH_QUERIES
+from memctx.retrieve.queries import PLANS, SEARCH_QUERIES, compose
 from memctx.retrieve.search import _search_settings, choose_plan, hnsw_settings, pool_size, runs_generic
 from memctx.sql import QUERIES
 
@@ -164,6 +164,44 @@ def test_index_plan_recall_at_50_against_the_exact_scan(app, loaded):
     means = {smooth: float(np.mean(r)) for smooth, r in recalls.items()}
     print("dense recall@50 of the index plan:", means, "min", {s: min(r) for s, r in recalls.items()})
     assert all(m >= 0.95 for m in means.values()), recalls
+
+
+def test_the_exact_plans_rank_dense_turns_as_the_window_does(app, loaded):
+    """The exact plans rank the scope's turns from arrays (`search_dense_rank_scope`); the pool
+    plans' window (`search_dense_rank`) gives the same ranks on the same turns: across
+    conversations and at their edges, around turns without a similarity (no vector, no text), and
+    with passages above their messages' own similarity."""
+    user, convs, centers, rng = loaded
+    with app.pool.connection() as conn:
+        conn.execute("update memctx.messages set embedding = null where user_id = %s and seq %% 7 = 3", (user,))
+        conn.execute("update memctx.messages set text = '' where user_id = %s and seq %% 11 = 5", (user,))
+        # a passage of every 13th turn, close to a topic's center (some queries' nearest)
+        for row in conn.execute("select id, conversation_id, seq from memctx.messages where user_id = %s "
+                                "and seq %% 13 = 0", (user,)).fetchall():
+            vec = centers[row["seq"] % TOPICS] + 0.1 * rng.standard_normal(centers.shape[1])
+            conn.execute("insert into memctx.working_memory_chunks (conversation_id, user_id, chunk_text, message_ids, "
+                         "chunk_type, token_count, embedding, created_at, message_id, part) "
+                         "select m.conversation_id, m.user_id, 'a passage', array[m.id], 'passage', 2, %s, m.created_at, "
+                         "m.id, 0 from memctx.messages m where m.id = %s",
+                         ((vec / np.linalg.norm(vec)).astype(np.float32), row["id"]))
+    window = {**QUERIES, "search_dense_rank_scope": QUERIES["search_dense_rank"]}
+    compared = 0
+    for i in range(12):
+        vec = _query(rng, centers)
+        conv = convs[i % 3] if i % 2 else None
+        name = "search_conversation" if conv else "search_user"
+        for smooth in (0.0, 1.0):
+            opts = SearchOptions(k_dense=80, k_lexical=1, smooth=smooth)
+            for plan in ("exact", "bounded"):
+                ranks = []
+                for query in (SEARCH_QUERIES[(name, plan)], compose(name, queries=window, plan=plan)):
+                    with app.pool.connection() as conn:
+                        rows = conn.execute(query, _params(user, conv, vec, opts, ["kayak"], 1800),
+                                            prepare=False).fetchall()
+                    ranks.append({r["id"]: r["dense_rank"] for r in rows if r["dense_rank"] is not None})
+                assert len(ranks[0]) == 80 and ranks[0] == ranks[1], (name, smooth, plan)
+                compared += 1
+    assert compared == 48
 
 
 def test_bounded_full_text_ranks_as_the_exact_one(app, loaded):
