@@ -230,7 +230,8 @@ def test_bounded_full_text_ranks_as_the_exact_one(app, loaded):
 def test_a_common_term_counts_only_in_the_turns_a_rarer_term_matched(app, loaded):
     """Past k_match matches a term is common: the bounded list reads it no further, scores it only
     in turns a rarer query term matched (df k_match + 1) and, for a query of common terms alone,
-    has no full-text list; checked against the same BM25 computed here from every turn."""
+    has no full-text list; checked against the same BM25 computed here from every turn, for one
+    rare and one common term and for two of each."""
     user, convs, centers, rng = loaded
     conv = convs[0]
     with app.pool.connection() as conn:
@@ -239,24 +240,30 @@ def test_a_common_term_counts_only_in_the_turns_a_rarer_term_matched(app, loaded
         dfs = {w: conn.execute("select count(*) as n from memctx.messages where conversation_id = %s "
                                "and tsv @@ to_tsquery('english', %s)", (conv, w)).fetchone()["n"] for w in WORDS}
         k_match = sorted(dfs.values())[len(dfs) // 2]
-        rare, common = min(dfs, key=dfs.get), max(dfs, key=dfs.get)
-        assert dfs[rare] <= k_match < dfs[common]
+        by_df = sorted(dfs, key=dfs.get)
+        rares, commons = by_df[:2], by_df[-2:]
+        assert max(dfs[w] for w in rares) <= k_match < min(dfs[w] for w in commons)
         turns = conn.execute(
-            "select m.id, m.seq, m.lexemes as len, m.tsv @@ to_tsquery('english', %s) as has_rare, "
-            "m.tsv @@ to_tsquery('english', %s) as has_common from memctx.messages m "
-            "where m.conversation_id = %s order by m.seq", (rare, common, conv)).fetchall()
+            "select m.id, m.seq, m.lexemes as len, "
+            + ", ".join(f"m.tsv @@ to_tsquery('english', %s) as has_{i}" for i in range(4))
+            + " from memctx.messages m where m.conversation_id = %s order by m.seq",
+            (*rares, *commons, conv)).fetchall()
     opts = SearchOptions(k_dense=1, k_lexical=60, smooth=1.0, k_match=k_match)
     n, avglen = stats["n"], stats["avglen"]
 
     def weight(df, length):
         return np.log(1 + (n - df + 0.5) / (df + 0.5)) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * length / avglen))
 
-    own = {t["seq"]: (weight(dfs[rare], t["len"]) + (weight(k_match + 1, t["len"]) if t["has_common"] else 0))
-           if t["has_rare"] else 0.0 for t in turns}
-    smoothed = {t["seq"]: own[t["seq"]] + opts.smooth * (own.get(t["seq"] - 1, 0) + own.get(t["seq"] + 1, 0)) / 2
-                for t in turns}
-    ids = {t["seq"]: t["id"] for t in turns}
-    expected = [ids[seq] for seq in sorted((s for s in smoothed if smoothed[s] > 0),
+    def expected(rare, common):
+        own = {}
+        for t in turns:
+            found = [i for i, w in enumerate(rares) if w in rare and t[f"has_{i}"]]
+            own[t["seq"]] = (sum(weight(dfs[rares[i]], t["len"]) for i in found)
+                             + sum(weight(k_match + 1, t["len"]) for i, w in enumerate(commons, 2)
+                                   if w in common and t[f"has_{i}"])) if found else 0.0
+        smoothed = {seq: own[seq] + opts.smooth * (own.get(seq - 1, 0) + own.get(seq + 1, 0)) / 2 for seq in own}
+        ids = {t["seq"]: t["id"] for t in turns}
+        return [ids[seq] for seq in sorted((s for s in smoothed if smoothed[s] > 0),
                                            key=lambda s: (-round(smoothed[s], 9), -s))[:60]]
 
     def bounded(terms):
@@ -265,9 +272,13 @@ def test_a_common_term_counts_only_in_the_turns_a_rarer_term_matched(app, loaded
             rows = conn.execute(SEARCH_QUERIES[("search_conversation", "bounded")], params, prepare=False).fetchall()
         return _ranked(rows, "lexical_rank")
 
-    assert len(expected) == 60 and bounded([rare, common]) == expected
-    assert any(t["has_common"] and not t["has_rare"] for t in turns)  # turns the common term alone matched...
-    assert bounded([common]) == []  # ...rank on nothing: a query of common terms has no full-text list
+    for rare, common in ((rares[:1], commons[-1:]), (rares, commons)):
+        want = expected(rare, common)
+        assert len(want) == 60 and bounded([*rare, *common]) == want, (rare, common)
+    has_common = [f"has_{i}" for i in (2, 3)]
+    has_rare = [f"has_{i}" for i in (0, 1)]
+    assert any(any(t[c] for c in has_common) and not any(t[r] for r in has_rare) for t in turns)  # turns the
+    assert bounded(commons) == []  # common terms alone matched rank on nothing: a query of them has no list
 
 
 def test_caller_search_past_the_exact_scan_sees_only_its_rows(app, loaded):
