@@ -60,8 +60,8 @@ def test_the_signal_list_drives_the_search_queries_rank_columns():
         assert text.count('min(c.rank) filter (where c.signal = \'clicks\') as "clicks_rank"') == 1
         assert text.count('"hits"."clicks_rank"') == 1  # in the rows returned
         assert text.count("m.created_at >= %(since)s::timestamptz") == 1  # the scope's time range: once
-        if plan != "exact":  # and the full-text matches' own, in message_terms (migration 0026)
-            assert text.count("mt.created_at >= %(since)s::timestamptz") == 1
+        if plan != "exact":  # and in message_terms (migration 0026): the matches', the common terms'
+            assert text.count("mt.created_at >= %(since)s::timestamptz") == 2
     summaries = compose_summaries((*SIGNALS, clicks))
     assert "{" not in summaries and "}" not in summaries
     # summaries are ranked on the relevance lists only, under the turns' column names
