@@ -164,6 +164,7 @@ class MemorySearch:
                                own_index=inputs["own_index"], iterative=inputs["iterative_scan"])
             hnsw = hnsw_settings(plan, inputs["iterative_scan"])
             generic = runs_generic(plan, inputs["scope_size"], opts)
+            params["plan_cache_mode"] = "force_generic_plan" if generic else "force_custom_plan"
             # Past the exact scan, the full-text list runs beside the rest, on a second connection
             # when the pool has one free (else after it on this one): a heavy user's lists took
             # ~8 and ~19 ms of a ~45 ms statement, one after the other (docs/RETRIEVAL.md).
@@ -177,10 +178,8 @@ class MemorySearch:
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
                 _search_settings(conn, hnsw, params)
-                if generic:
-                    conn.execute(QUERIES["search_generic_plan"])
                 query = SEARCH_PARTS[(name, plan, "dense")] if split else SEARCH_QUERIES[(name, plan)]
-                rows = conn.execute(query, params, prepare=generic)
+                rows = conn.execute(query, params, prepare=True)
                 fresh = conn.execute(QUERIES["search_plan_inputs"], params)
             _remember(self._plan_inputs, (user, conversation), fresh.fetchone())
             rows = rows.fetchall()
@@ -246,7 +245,8 @@ def hnsw_settings(plan: str, iterative: bool) -> str | None:
 
 def _search_settings(conn: Connection, hnsw: str | None, params: Mapping[str, Any]) -> None:
     """The settings of a search statement's transaction (they last the transaction): no JIT, the
-    parallel workers of `params`, and the HNSW settings of query `hnsw` (`hnsw_settings`)."""
+    parallel workers and the prepared statements' plans of `params`, and the HNSW settings of
+    query `hnsw` (`hnsw_settings`)."""
     conn.execute(QUERIES["search_transaction_settings"], params)
     if hnsw is not None:
         conn.execute(QUERIES[hnsw], params)
@@ -257,7 +257,7 @@ def _part(conn: Connection, name: str, plan: str, hnsw: str | None, params: Mapp
     in one round trip; the recent turns come with the other part."""
     with conn.pipeline(), conn.transaction():
         _search_settings(conn, hnsw, params)
-        rows = conn.execute(SEARCH_PARTS[(name, plan, "lexical")], {**params, "k_recent": 0}, prepare=False)
+        rows = conn.execute(SEARCH_PARTS[(name, plan, "lexical")], {**params, "k_recent": 0}, prepare=True)
     return rows.fetchall()
 
 
@@ -284,10 +284,12 @@ def merge_parts(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> li
 
 
 def _summaries(conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The summary rows of a user-wide search (`search_user_summaries`), in one round trip."""
+    """The summary rows of a user-wide search (`search_user_summaries`), in one round trip, on a
+    custom plan."""
+    params = {**params, "plan_cache_mode": "force_custom_plan"}
     with conn.pipeline(), conn.transaction():
         _search_settings(conn, None, params)
-        rows = conn.execute(SUMMARY_QUERY, params)
+        rows = conn.execute(SUMMARY_QUERY, params, prepare=True)
     return rows.fetchall()
 
 
@@ -320,7 +322,8 @@ def pool_size(opts: SearchOptions) -> int:
 
 
 def runs_generic(plan: str, scope_size: int, opts: SearchOptions) -> bool:
-    """Whether a search runs prepared, on its generic plan, rather than planned for its values.
+    """Whether a search runs on its prepared statement's generic plan, rather than on a custom
+    plan made for its values (every search statement is prepared: parsed once per connection).
 
     A bounded search within the exact scan does: parsing and planning a custom plan took ~2.3 of
     6.2 ms of a conversation's search on LoCoMo and ~2.8 of 10 ms of a user's, for the same rows

@@ -91,19 +91,20 @@ def test_the_plan_follows_the_scope_size_and_its_share_of_the_table():
 
 def test_a_search_transaction_compiles_nothing_and_sets_its_workers_and_hnsw_settings(app):
     """No JIT in a search's transaction (a heavy user's dense part passes jit_above_cost where the
-    server has LLVM), its parallel workers when set, the index plan's HNSW settings; the
-    connection's own settings again after it."""
+    server has LLVM), its parallel workers when set, its prepared statements' plans, the index
+    plan's HNSW settings; the connection's own settings again after it."""
     show = "select current_setting('jit') as jit, current_setting('max_parallel_workers_per_gather') as workers, " \
-           "current_setting('hnsw.ef_search', true) as ef_search"
+           "current_setting('hnsw.ef_search', true) as ef_search, current_setting('plan_cache_mode') as plans"
     with psycopg.connect(app.url, autocommit=True, row_factory=dict_row) as conn:
         conn.execute("select '[1]'::vector")  # pgvector loaded: its hnsw.* settings exist
         conn.execute("set jit = on")
         before = conn.execute(show).fetchone()
-        for workers, plan in ((0, "index"), (None, "bounded")):
+        for workers, plan, plans in ((0, "index", "force_custom_plan"), (None, "bounded", "force_generic_plan")):
             with conn.transaction():
-                _search_settings(conn, hnsw_settings(plan, True), {"parallel_workers": workers, "ef_search": 123, "max_scan_tuples": 20000})
+                _search_settings(conn, hnsw_settings(plan, True), {"parallel_workers": workers, "ef_search": 123,
+                                                                   "max_scan_tuples": 20000, "plan_cache_mode": plans})
                 during = conn.execute(show).fetchone()
-            assert during["jit"] == "off"
+            assert during["jit"] == "off" and during["plans"] == plans
             assert during["workers"] == ("0" if workers == 0 else before["workers"])
             assert during["ef_search"] == ("123" if plan == "index" else before["ef_search"])
             assert conn.execute(show).fetchone() == before

@@ -14,6 +14,7 @@ from memctx.models import NewMessage
 from memctx.pipeline import catchup
 from memctx.retrieve import MemorySearch, SearchOptions, TermOverlapReranker, search_memories
 from memctx.retrieve.lexical import analyze
+from memctx.retrieve.search import _search_settings
 from memctx.retrieve.queries import SEARCH_QUERIES
 from memctx.retrieve.signals import SIGNALS
 from memctx.sql import QUERIES
@@ -198,8 +199,8 @@ def test_filtered_dense_search_returns_full_candidate_count_through_prepared_pat
                 vec = rng.standard_normal(384).astype(np.float32)
                 params["query_vec"] = vec / np.linalg.norm(vec)
                 with conn.transaction():
-                    if plan == "bounded":
-                        conn.execute(QUERIES["search_generic_plan"])
+                    _search_settings(conn, None, {**params, "parallel_workers": 0, "plan_cache_mode":
+                                                  "force_generic_plan" if plan == "bounded" else "force_custom_plan"})
                     rows = conn.execute(SEARCH_QUERIES[(name, plan)], params, prepare=True).fetchall()
                 assert all(s.rank_column in row for row in rows for s in SIGNALS)
                 dense = [r for r in rows if r["dense_rank"] is not None]

@@ -28,7 +28,7 @@ def _whole(app, user, conversation, analysis, vec, plan):
               "k_lexical": OPTS.k_lexical, "k_recent": OPTS.k_recent, "smooth": OPTS.smooth, "window": 1,
               "k_pool": pool_size(OPTS), "k_match": OPTS.k_match, "k_codes": max(OPTS.k_codes, pool_size(OPTS)),
               "ef_search": pool_size(OPTS), "max_scan_tuples": OPTS.max_scan_tuples, "parallel_workers": 0,
-              "scope_size": 1800 if conversation is None else 600}
+              "scope_size": 1800 if conversation is None else 600, "plan_cache_mode": "force_custom_plan"}
     name = "search_user" if conversation is None else "search_conversation"
     with app.pool.connection() as conn, conn.transaction():
         _search_settings(conn, hnsw_settings(plan, True), params)
