@@ -13,6 +13,8 @@ context (`memctx.assemble` does).
 
 from __future__ import annotations
 
+import threading
+
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -169,11 +171,15 @@ class MemorySearch:
             # when the pool has one free (else after it on this one): a heavy user's lists took
             # ~8 and ~19 ms of a ~45 ms statement, one after the other (docs/RETRIEVAL.md).
             split = inputs["scope_size"] > opts.exact_limit and not generic
-            lexical = _BESIDE.submit(self._beside, _part, name, plan, hnsw, params) if split else None
             # A user-wide search's summaries: their own statement, on another connection beside the
-            # turns' statement when the pool has one free, else after it on this one; after it
-            # anyway when the full text runs beside (two cores: a third statement at once only
-            # slowed the full text, the longest of them).
+            # turns' statement when the pool has one free, else after it on this one. A split
+            # search reads them after whichever part ends first, on its connection: never a third
+            # statement at once (on two cores that only slowed the full text, the heavy user's
+            # longest part), and not after the dense part when the full text ended long before
+            # (users of a few thousand turns).
+            summaries_claim = threading.Lock() if conversation is None and split else None
+            lexical = _BESIDE.submit(self._beside, _lexical_part, name, plan, hnsw, params,
+                                     summaries_claim) if split else None
             beside = None if conversation or split else _BESIDE.submit(self._summaries_beside, dict(params))
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
@@ -183,11 +189,15 @@ class MemorySearch:
                 fresh = conn.execute(QUERIES["search_plan_inputs"], params)
             _remember(self._plan_inputs, (user, conversation), fresh.fetchone())
             rows = rows.fetchall()
-            summaries = _summaries(conn, params) if conversation is None and split else None
+            summaries = None
+            if summaries_claim is not None and summaries_claim.acquire(blocking=False):
+                summaries = _summaries(conn, params)
             if lexical is not None:
-                lexical_rows = lexical.result()
-                if lexical_rows is None:
+                done = lexical.result()
+                if done is None:  # no second connection: the full text after the rest, on this one
                     lexical_rows = _part(conn, name, plan, hnsw, params)
+                else:
+                    lexical_rows, summaries = done[0], summaries if summaries is not None else done[1]
                 rows = merge_parts(rows, lexical_rows)
             if conversation is not None:
                 return rows
@@ -264,6 +274,16 @@ def _part(conn: Connection, name: str, plan: str, hnsw: str | None, params: Mapp
 # The rank columns of the candidate rows, one per signal: a split search's two parts each fill
 # those of their own lists.
 _RANK_COLUMNS = tuple(s.rank_column for s in SIGNALS)
+
+
+def _lexical_part(conn: Connection, name: str, plan: str, hnsw: str | None, params: Mapping[str, Any],
+                  summaries_claim: threading.Lock | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """`_part`'s rows, then the summaries when this part ends first (`summaries_claim`: a lock
+    the first part to end takes, never released), else None."""
+    rows = _part(conn, name, plan, hnsw, params)
+    if summaries_claim is not None and summaries_claim.acquire(blocking=False):
+        return rows, _summaries(conn, params)
+    return rows, None
 
 
 def merge_parts(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -127,3 +127,40 @@ def test_a_split_user_wide_search_keeps_its_summaries(app):
     assert found["split"][0] == found["split"][1] == found["whole"][0] == found["whole"][1]
     assert any(m["kind"] == "summary" for m in found["split"][0])
     assert any(m["kind"] == "message" for m in found["split"][0])
+
+
+@pytest.mark.parametrize("slower", ["full text", "dense"])
+def test_the_part_that_ends_first_reads_the_summaries(app, monkeypatch, slower):
+    """A split user-wide search reads its summaries on the connection of whichever part ends
+    first, and finds what the whole statement finds either way."""
+    import memctx.retrieve.search as search_module
+
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    _summary_of_the_first_turns(app, user, conv)
+    whole = [m.as_json() for m in MemorySearch(app.pool, app.embedder, SearchOptions(limit=10)).search(
+        user, "pottery classes Tuesday")]
+    readers = []
+    summaries, part, remember = search_module._summaries, search_module._part, search_module._remember
+
+    def read(conn, params):
+        readers.append(threading.current_thread().name)
+        return summaries(conn, params)
+
+    def slow(run):
+        def slowed(*args):
+            threading.Event().wait(0.3)
+            return run(*args)
+        return slowed
+
+    monkeypatch.setattr(search_module, "_summaries", read)
+    if slower == "full text":
+        monkeypatch.setattr(search_module, "_part", slow(part))
+    else:  # the dense part's thread, after its statement and before it looks for the summaries
+        monkeypatch.setattr(search_module, "_remember", slow(remember))
+    engine = MemorySearch(app.pool, app.embedder, SearchOptions(limit=10, exact_limit=2))
+    for _ in range(2):
+        readers.clear()
+        assert [m.as_json() for m in engine.search(user, "pottery classes Tuesday")] == whole
+        assert len(readers) == 1 and readers[0].startswith("memctx-beside") == (slower == "dense"), readers
+    assert any(m["kind"] == "summary" for m in whole)
