@@ -131,7 +131,9 @@ class MemorySearch:
         analysis = analyze(query, self.speakers(user, conversation), now.date() if now else None)
         vec = self.embed_query(analysis.dense_text) if query_vec is None else query_vec
         rows = self.fetch(user, analysis, vec, conversation, time_range, opts)
-        memories = build_memories(rows, analysis, opts, threshold)
+        # Without a reranker the best `limit` are the first built: the rest are never built.
+        memories = build_memories(rows, analysis, opts, threshold,
+                                  limit if isinstance(self.reranker, NoRerank) else None)
         return self.reranker.rerank(query, memories)[:limit]
 
     def embed_query(self, query: str) -> np.ndarray:
@@ -289,18 +291,20 @@ def _lexical_part(conn: Connection, name: str, plan: str, hnsw: str | None, para
 def merge_parts(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows of a split search's two parts as the whole statement returns them: each message
     once, with its ranks from both, a hit when it is one in either; in (conversation, seq) order.
-    A row in both parts is the same message read twice: all but its ranks and hit flag agree."""
-    rows = {r["id"]: r for r in first}
+    A row in both parts is the same message read twice: all but its ranks and hit flag agree.
+    Keyed and sorted by the UUIDs' ints, whose hash and comparisons are not Python code (the two
+    parts' UUIDs are distinct objects, and one conversation's rows tie on it in every comparison)."""
+    rows = {r["id"].int: r for r in first}
     for r in second:
-        known = rows.get(r["id"])
+        known = rows.get(r["id"].int)
         if known is None:
-            rows[r["id"]] = r
+            rows[r["id"].int] = r
             continue
         for column in _RANK_COLUMNS:
             if known[column] is None:
                 known[column] = r[column]
         known["is_hit"] = known["is_hit"] or r["is_hit"]
-    return sorted(rows.values(), key=lambda r: (r["conversation_id"], r["seq"]))
+    return sorted(rows.values(), key=lambda r: (r["conversation_id"].int, r["seq"]))
 
 
 def _summaries(conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -411,8 +415,9 @@ def score_hit(row: Mapping[str, Any], ranks: Mapping[str, int | None], analysis:
 
 
 def build_memories(rows: Sequence[Mapping[str, Any]], analysis: QueryAnalysis, opts: SearchOptions,
-                   threshold: float) -> list[Memory]:
-    """Fuse, threshold, pair and expand candidate rows into memories, best first."""
+                   threshold: float, limit: int | None = None) -> list[Memory]:
+    """Fuse, threshold, pair and expand candidate rows into memories, best first; the first
+    `limit` of them when given."""
     # Turns by (conversation, seq) and the turns covered, by the UUIDs' ints: ~1,000 look-ups per
     # search, and UUID.__hash__ is Python code, int's is not.
     by_seq = {(r["conversation_id"].int, r["seq"]): r for r in rows if r["kind"] == "message"}
@@ -427,6 +432,8 @@ def build_memories(rows: Sequence[Mapping[str, Any]], analysis: QueryAnalysis, o
     memories: list[Memory] = []
     covered: set[int] = set()
     for score, row, ranks in scored:
+        if len(memories) == limit:
+            break
         if row["id"].int in covered:
             continue
         if row["kind"] == "message":

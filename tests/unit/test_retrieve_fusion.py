@@ -115,6 +115,21 @@ def test_a_hit_brings_its_partner_turn_only_when_the_partner_adds_something(hit_
     assert [f.seq for f in always[0].fragments] == [1, 2]
 
 
+def test_a_limit_builds_the_first_memories_of_the_whole_list():
+    """Memories are built best first, a hit covered by a better one's pair skipped: with a limit,
+    the first `limit` of the list built without one."""
+    from memctx.retrieve.search import build_memories
+
+    rows = [_turn(seq, "user" if seq % 2 else "assistant", f"turn {seq}?" if seq % 3 == 0 else f"turn {seq}",
+                  hit=seq % 4 != 2, dense=(seq * 7) % 13 + 1, lexical=(seq * 5) % 11 + 1 if seq % 2 else None)
+            for seq in range(1, 25)]
+    opts = SearchOptions(threshold=-1.0)
+    whole = build_memories(rows, analyze("turn"), opts, -1.0)
+    assert len(whole) > 10 and any(len(m.fragments) > 1 for m in whole)  # pairs covered some hits
+    for limit in (1, 5, 10, len(whole), len(whole) + 5):
+        assert build_memories(rows, analyze("turn"), opts, -1.0, limit) == whole[:limit]
+
+
 def test_named_time_ranges_reach_back_from_now_in_utc():
     from datetime import datetime, timezone
 
