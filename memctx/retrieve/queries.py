@@ -79,20 +79,34 @@ def signal_sql(signals: Sequence[Signal]) -> dict[str, sql.Composable]:
 def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, plan: str = "exact",
             part: str = "all") -> str:
     """The SQL text of search query `name` for `signals` under `plan` (a key of PLANS): all of
-    it, or one of the two `PARTS` of a split search (the other part's list empty)."""
+    it, or one of the `PARTS` of a split search (the other part's list empty; `lexical_rows`: the
+    full-text part with its list given, `search_lexical_given`)."""
     generated = signal_sql(signals)
-    dense_blocks, full_text = PLANS[plan]
+    dense_blocks = PLANS[plan][0]
     hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
     passages = _block(queries, PASSAGES[plan]).format(passage_conversation=conversation_filter(name, "p"))
     dense = _join([_block(queries, b) for b in dense_blocks], ",\n")
-    lexical = _join((_block(queries, "search_lexical_terms"),
-                     _block(queries, full_text).format(terms_conversation=conversation_filter(name, "mt"))), ", ")
+    lexical = _lexical_blocks(name, plan, queries)
     return sql.SQL(queries[name]).format(
         scope=_block(queries, SCOPES[name]), passages=passages,
-        dense=_block(queries, "search_dense_none") if part == "lexical" else dense,
-        lexical=_block(queries, "search_lexical_none") if part == "dense" else lexical,
+        dense=_block(queries, "search_dense_none") if part in ("lexical", "lexical_rows") else dense,
+        lexical=(_block(queries, "search_lexical_none") if part == "dense" else
+                 _block(queries, "search_lexical_given") if part == "lexical_rows" else lexical),
         hits=hits, message_rows=rows).as_string()
+
+
+def _lexical_blocks(name: str, plan: str, queries) -> sql.Composed:
+    """The blocks of `plan`'s full-text list: the query's terms, then the list."""
+    return _join((_block(queries, "search_lexical_terms"),
+                  _block(queries, PLANS[plan][1]).format(terms_conversation=conversation_filter(name, "mt"))), ", ")
+
+
+def compose_lexical_list(name: str, plan: str, queries=QUERIES) -> str:
+    """The SQL text of `search_lexical_list` for search `name` under `plan`: its full-text list
+    alone, without the query's vector."""
+    return sql.SQL(queries["search_lexical_list"]).format(
+        scope=_block(queries, SCOPES[name]), lexical=_lexical_blocks(name, plan, queries)).as_string()
 
 
 def compose_summaries(signals: Sequence[Signal] = SIGNALS, queries=QUERIES) -> str:
@@ -107,5 +121,8 @@ SEARCH_QUERIES = {(name, plan): compose(name, plan=plan) for name in SEARCHES fo
 # rows of its own hits and their neighbours.
 PARTS = ("dense", "lexical")
 SEARCH_PARTS = {(name, plan, part): compose(name, plan=plan, part=part)
-                for name in SEARCHES for plan in PLANS for part in PARTS}
+                for name in SEARCHES for plan in PLANS for part in (*PARTS, "lexical_rows")}
+# The full-text part in two statements (memctx.retrieve.search): its list while the query is
+# embedded, then the rows of its hits (`SEARCH_PARTS[(name, plan, "lexical_rows")]`).
+LEXICAL_LISTS = {(name, plan): compose_lexical_list(name, plan) for name in SEARCHES for plan in PLANS}
 SUMMARY_QUERY = compose_summaries()

@@ -16,10 +16,11 @@ from __future__ import annotations
 import threading
 
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta, timezone
-from typing import Any, Mapping, Sequence
+from functools import partial
+from typing import Any, Callable, Mapping, Sequence
 from uuid import UUID
 
 import numpy as np
@@ -30,7 +31,7 @@ from memctx.embed import Embedder, embed_query
 from memctx.frozen import frozen_new
 from memctx.retrieve.fusion import FusionWeights, rrf
 from memctx.retrieve.lexical import QueryAnalysis, analyze
-from memctx.retrieve.queries import SEARCH_PARTS, SEARCH_QUERIES, SUMMARY_QUERY
+from memctx.retrieve.queries import LEXICAL_LISTS, SEARCH_PARTS, SEARCH_QUERIES, SUMMARY_QUERY
 from memctx.retrieve.rerank import NoRerank, Reranker
 from memctx.retrieve.signals import SIGNALS, best_relevance_rank, ranks_of
 from memctx.retrieve.types import Fragment, Memory, Provenance
@@ -129,7 +130,8 @@ class MemorySearch:
         limit = opts.limit if limit is None else limit
         threshold = opts.threshold if threshold is None else threshold
         analysis = analyze(query, self.speakers(user, conversation), now.date() if now else None)
-        vec = self.embed_query(analysis.dense_text) if query_vec is None else query_vec
+        # The query's vector when `fetch` needs it: a split search's full text starts before it.
+        vec = partial(self.embed_query, analysis.dense_text) if query_vec is None else query_vec
         rows = self.fetch(user, analysis, vec, conversation, time_range, opts)
         # Without a reranker the best `limit` are the first built: the rest are never built.
         memories = build_memories(rows, analysis, opts, threshold,
@@ -139,29 +141,49 @@ class MemorySearch:
     def embed_query(self, query: str) -> np.ndarray:
         return embed_query(self.embedder, query)
 
-    def fetch(self, user: UUID, analysis: QueryAnalysis, vec: np.ndarray, conversation: UUID | None,
-              time_range: TimeRange | None, opts: SearchOptions) -> list[dict[str, Any]]:
+    def fetch(self, user: UUID, analysis: QueryAnalysis, vec: np.ndarray | Callable[[], np.ndarray],
+              conversation: UUID | None, time_range: TimeRange | None, opts: SearchOptions) -> list[dict[str, Any]]:
         """The candidate rows of one round trip: hits and their neighbours, in order, then (all of
-        a user's memory) the summaries of a statement run beside it.
+        a user's memory) the summaries of a statement run beside it. `vec`: the query's vector, or
+        what makes it.
 
         The plan comes from the scope's size as the previous search of the same scope read it:
         `search_plan_inputs` runs in the search's round trip, after it, for the next search (the
         first search of a scope reads it before). Being one search behind can only pick a slower
         or a less exact plan once: a scope that just grew past `exact_limit` gets one more exact
-        scan.
+        scan. A split search whose plan is known so (`split_plan`) starts its full-text list
+        before the query's vector is made, on a connection of its own.
         """
         since, until = time_range or (None, None)
         k_pool = pool_size(opts)
-        params = {"user_id": user, "conversation_id": conversation, "query_vec": vec, "tsquery": analysis.tsquery,
+        params = {"user_id": user, "conversation_id": conversation, "query_vec": None, "tsquery": analysis.tsquery,
                   "terms": list(analysis.terms), "since": since, "until": until, "k_dense": opts.k_dense, "k_lexical": opts.k_lexical,
                   "k_recent": opts.k_recent, "smooth": opts.smooth, "window": max(1 if opts.pair else 0, opts.neighbours),
                   "k_pool": k_pool, "k_match": opts.k_match, "k_codes": max(opts.k_codes, k_pool), "ef_search": min(k_pool, 1000),
                   "max_scan_tuples": opts.max_scan_tuples, "parallel_workers": opts.parallel_workers}
         name = "search_conversation" if conversation else "search_user"
+        # A user-wide search's summaries: their own statement, on another connection beside the
+        # turns' statement when the pool has one free, else after it on this one. A split search
+        # reads them after whichever part ends first, on its connection: never a third statement
+        # at once (on two cores that only slowed the full text, the heavy user's longest part),
+        # and not after the dense part when the full text ended long before (users of a few
+        # thousand turns).
+        vector: Future[np.ndarray] = Future()
+        summaries_claim = threading.Lock() if conversation is None else None
+        lexical = None
+        known = self._plan_inputs.get((user, conversation))
+        early = split_plan(known, opts, time_range, conversation) if callable(vec) and known is not None else None
+        if early is not None:  # the full-text list now; its rows once the vector is made
+            lexical = _BESIDE.submit(self._beside, _lexical_part, name, *early, {**params, "scope_size": known["scope_size"],
+                                     "plan_cache_mode": "force_custom_plan"}, vector, summaries_claim)
+        try:
+            params["query_vec"] = vec() if callable(vec) else vec
+        except BaseException as exc:
+            vector.set_exception(exc)
+            raise
+        vector.set_result(params["query_vec"])
         with self.pool.connection() as conn:
-            inputs = self._plan_inputs.get((user, conversation))
-            if inputs is None:
-                inputs = conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
+            inputs = known if known is not None else conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
             params["scope_size"] = inputs["scope_size"]
             plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts, matches_indexed=inputs["scope_tsv_index"],
                                ranged=time_range is not None, user_wide=conversation is None,
@@ -173,15 +195,9 @@ class MemorySearch:
             # when the pool has one free (else after it on this one): a heavy user's lists took
             # ~8 and ~19 ms of a ~45 ms statement, one after the other (docs/RETRIEVAL.md).
             split = inputs["scope_size"] > opts.exact_limit and not generic
-            # A user-wide search's summaries: their own statement, on another connection beside the
-            # turns' statement when the pool has one free, else after it on this one. A split
-            # search reads them after whichever part ends first, on its connection: never a third
-            # statement at once (on two cores that only slowed the full text, the heavy user's
-            # longest part), and not after the dense part when the full text ended long before
-            # (users of a few thousand turns).
-            summaries_claim = threading.Lock() if conversation is None and split else None
-            lexical = _BESIDE.submit(self._beside, _lexical_part, name, plan, hnsw, params,
-                                     summaries_claim) if split else None
+            if split and lexical is None:
+                lexical = _BESIDE.submit(self._beside, _lexical_part, name, plan, hnsw, dict(params), vector,
+                                         summaries_claim)
             beside = None if conversation or split else _BESIDE.submit(self._summaries_beside, dict(params))
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
             with conn.pipeline(), conn.transaction():
@@ -192,9 +208,9 @@ class MemorySearch:
             _remember(self._plan_inputs, (user, conversation), fresh.fetchone())
             rows = rows.fetchall()
             summaries = None
-            if summaries_claim is not None and summaries_claim.acquire(blocking=False):
+            if split and summaries_claim is not None and summaries_claim.acquire(blocking=False):
                 summaries = _summaries(conn, params)
-            if lexical is not None:
+            if split:
                 done = lexical.result()
                 if done is None:  # no second connection: the full text after the rest, on this one
                     lexical_rows = _part(conn, name, plan, hnsw, params)
@@ -278,13 +294,29 @@ def _part(conn: Connection, name: str, plan: str, hnsw: str | None, params: Mapp
 _RANK_COLUMNS = tuple(s.rank_column for s in SIGNALS)
 
 
-def _lexical_part(conn: Connection, name: str, plan: str, hnsw: str | None, params: Mapping[str, Any],
-                  summaries_claim: threading.Lock | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-    """`_part`'s rows, then the summaries when this part ends first (`summaries_claim`: a lock
-    the first part to end takes, never released), else None."""
-    rows = _part(conn, name, plan, hnsw, params)
+def _lexical_part(conn: Connection, name: str, plan: str, hnsw: str | None, params: dict[str, Any],
+                  vector: "Future[np.ndarray]", summaries_claim: threading.Lock | None
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """The full-text part's rows, then the summaries when this part ends first
+    (`summaries_claim`: a lock the first part to end takes, never released), else None. With the
+    query's vector at hand, one statement (`_part`); before it is made (`vector` not done), the
+    list first (`LEXICAL_LISTS`), then, with the vector, the rows of its hits."""
+    if vector.done():
+        rows = _part(conn, name, plan, hnsw, {**params, "query_vec": vector.result()})
+    else:
+        with conn.pipeline(), conn.transaction():
+            _search_settings(conn, hnsw, params)
+            listed = conn.execute(LEXICAL_LISTS[(name, plan)], params, prepare=True)
+        listed = listed.fetchall()
+        params = {**params, "query_vec": vector.result(), "lexical_ids": [r["id"] for r in listed],
+                  "lexical_conversations": [r["conversation_id"] for r in listed],
+                  "lexical_seqs": [r["seq"] for r in listed], "lexical_ranks": [r["rank"] for r in listed]}
+        with conn.pipeline(), conn.transaction():
+            _search_settings(conn, hnsw, params)
+            rows = conn.execute(SEARCH_PARTS[(name, plan, "lexical_rows")], {**params, "k_recent": 0}, prepare=True)
+        rows = rows.fetchall()
     if summaries_claim is not None and summaries_claim.acquire(blocking=False):
-        return rows, _summaries(conn, params)
+        return rows, _summaries(conn, {**params, "query_vec": vector.result()})
     return rows, None
 
 
@@ -343,6 +375,20 @@ LOOKUP_COST = 4.0
 def pool_size(opts: SearchOptions) -> int:
     """Turns taken from the HNSW index before exact rescoring."""
     return max(opts.k_dense, opts.k_pool)
+
+
+def split_plan(inputs: Mapping[str, Any], opts: SearchOptions, time_range: TimeRange | None,
+               conversation: UUID | None) -> tuple[str, str | None] | None:
+    """The plan and HNSW settings of a search that the scope's plan inputs (`search_plan_inputs`)
+    split in two (past the exact scan, `fetch`), whose full text is the longer part: a user's own
+    HNSW index makes the dense list fast (~8 ms for the heavy user), while the full text over
+    their 100,000 turns is not (~18 / 29 ms p50 / p90 on the 1M table). Else None."""
+    plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts, matches_indexed=inputs["scope_tsv_index"],
+                       ranged=time_range is not None, user_wide=conversation is None,
+                       own_index=inputs["own_index"], iterative=inputs["iterative_scan"])
+    if plan != "index" or inputs["scope_size"] <= opts.exact_limit or runs_generic(plan, inputs["scope_size"], opts):
+        return None
+    return plan, hnsw_settings(plan, inputs["iterative_scan"])
 
 
 def runs_generic(plan: str, scope_size: int, opts: SearchOptions) -> bool:

@@ -417,6 +417,24 @@ lexical as (
   select null::uuid as id, null::uuid as conversation_id, null::bigint as seq, null::bigint as rank where false
 )
 
+-- name: search_lexical_given
+-- (Shared block.) The full-text list a statement of its own ranked (`search_lexical_list`),
+-- given back as arrays: the rows of its hits need the query's vector (their similarity, their
+-- best passage), the list does not.
+lexical as (
+  select l.id, l.conversation_id, l.seq, l.rank
+    from unnest(%(lexical_ids)s::uuid[], %(lexical_conversations)s::uuid[], %(lexical_seqs)s::bigint[],
+                %(lexical_ranks)s::bigint[]) as l(id, conversation_id, seq, rank)
+)
+
+-- name: search_lexical_list
+-- The full-text list of a search past the exact scan, alone: search.py runs it while the query
+-- is embedded, then the rows of its hits (the search's template with `search_lexical_given`) once
+-- the vector is there. Where the full text is the longer part (a heavy user's), it no longer
+-- waits for the embedding.
+with {scope}, {lexical}
+select l.id, l.conversation_id, l.seq, l.rank from lexical l
+
 -- name: search_conversation
 -- Candidates of one conversation: the relevance lists, the most recent k, each with its rank,
 -- plus the neighbours (±window turns) of every candidate for pairing and context.

@@ -12,7 +12,7 @@ import pytest
 from memctx.app import open_app
 from memctx.retrieve import MemorySearch, SearchOptions
 from memctx.retrieve.lexical import analyze
-from memctx.retrieve.queries import SEARCH_PARTS, SEARCH_QUERIES
+from memctx.retrieve.queries import LEXICAL_LISTS, SEARCH_PARTS, SEARCH_QUERIES
 from memctx.retrieve.search import _search_settings, choose_plan, hnsw_settings, merge_parts, pool_size
 from test_retrieve_quantized import _query, loaded  # noqa: F401  (the fixture)
 from test_retrieve_search import _store, _summary_of_the_first_turns
@@ -65,6 +65,11 @@ def test_a_split_search_returns_the_whole_statements_rows(app, settings, embedde
 def test_each_part_ranks_its_own_lists():
     for (name, plan, part), text in SEARCH_PARTS.items():
         whole = SEARCH_QUERIES[(name, plan)]
+        if part == "lexical_rows":  # the rows of a full-text list ranked before (`LEXICAL_LISTS`)
+            assert "bm25" not in text and "dense_turns" not in text and "unnest(%(lexical_ids)s" in text
+            list_text = LEXICAL_LISTS[(name, plan)]
+            assert "bm25" in list_text and "dense_turns" not in list_text and "query_vec" not in list_text
+            continue
         own, other = ("dense_turns", "bm25") if part == "dense" else ("bm25", "dense_turns")
         assert own in text and other not in text and other in whole
     assert "dense as (\n  select null::uuid" in SEARCH_PARTS[("search_user", "quantized", "lexical")]
@@ -164,3 +169,35 @@ def test_the_part_that_ends_first_reads_the_summaries(app, monkeypatch, slower):
         assert [m.as_json() for m in engine.search(user, "pottery classes Tuesday")] == whole
         assert len(readers) == 1 and readers[0].startswith("memctx-beside") == (slower == "dense"), readers
     assert any(m["kind"] == "summary" for m in whole)
+
+
+def test_the_full_text_list_starts_before_the_query_vector(app, monkeypatch, loaded):  # noqa: F811
+    """Where the scope's known plan inputs split the search with the index plan (its full text the
+    longer part), the full-text list runs while the query's vector is made, and its hits' rows
+    after: the rows are those of the full text in one statement, with the vector at hand."""
+    import time
+    from dataclasses import replace
+
+    import memctx.retrieve.search as search_module
+    from memctx.retrieve.search import split_plan
+
+    user, convs, centers, rng = loaded
+    opts = replace(OPTS, k_codes=0, k_pool=60)  # no quantized pool, a pool the index serves: the index plan
+    search = MemorySearch(app.pool, app.embedder, opts)
+    started = []
+    lexical_part = search_module._lexical_part
+
+    def spy(conn, name, plan, hnsw, params, vector, claim):
+        started.append(vector.done())
+        return lexical_part(conn, name, plan, hnsw, params, vector, claim)
+
+    monkeypatch.setattr(search_module, "_lexical_part", spy)
+    for words in ("jazz kayak", "violin jazz tofu", "zzzz"):
+        analysis, vec = analyze(words, ()), _query(rng, centers)
+        at_hand = search.fetch(user, analysis, vec, None, None, opts)  # and the plan inputs, known from now on
+        assert split_plan(search._plan_inputs[(user, None)], opts, None, None) == ("index", "search_hnsw_settings")
+        started.clear()
+        got = search.fetch(user, analysis, lambda: time.sleep(0.2) or vec, None, None, opts)
+        assert started == [False]  # the list ran before the vector was made
+        assert _key(got) == _key(at_hand) and [r["passage_id"] for r in got] == [r["passage_id"] for r in at_hand]
+        assert any(r["lexical_rank"] for r in got) == (words != "zzzz")
