@@ -368,7 +368,7 @@ stats as (
   -- 29.3 ms, docs/RETRIEVAL.md)
   select c.term, mt.conversation_id, mt.seq, mt.lexemes
     from (select q.term, q.q from terms q join df d on d.term = q.term where d.common) c
-   cross join (select string_agg(q.q::text, ' | ')::tsquery as q
+   cross join (select string_agg('(' || q.q::text || ')', ' | ')::tsquery as q
                  from terms q join df d on d.term = q.term where not d.common) r
    cross join lateral (select mt.conversation_id, mt.seq, mt.lexemes
                          from memctx.message_terms mt
