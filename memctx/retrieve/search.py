@@ -228,7 +228,7 @@ class MemorySearch:
         """The summaries of a user-wide search on a connection of its own (`_beside`)."""
         return self._beside(_summaries, params)
 
-    def _beside(self, run: Any, *args: Any) -> list[dict[str, Any]] | None:
+    def _beside(self, run: Any, *args: Any) -> Any | None:
         """`run(conn, *args)` on a connection of its own, or None when the pool has none free
         within BESIDE_WAIT_S (no search waits long for a second connection while holding its
         first; the caller then runs it after its own statement, on its connection)."""
