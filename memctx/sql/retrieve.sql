@@ -452,8 +452,8 @@ with {scope}, {passages}, {dense}, {lexical}, recent as (
 -- Candidates across all of a user's conversations: the same relevance lists over all of the
 -- user's messages (exact scans over the user_id btree), the most recent k, with neighbours.
 -- Their summaries come from `search_user_summaries`, a statement of its own (search.py runs it
--- beside this one, on a second connection when the pool has one free; after the dense part on
--- its connection when the search is split in two, `search_dense_none`).
+-- beside this one, on a second connection when the pool has one free; after whichever part ends
+-- first, on its connection, when the search is split in two, `search_dense_none`).
 with {scope}, {passages}, {dense}, {lexical}, recent as (
   select m.id, m.conversation_id, m.seq, row_number() over (order by m.created_at desc, m.seq desc) as rank
     from scope m
