@@ -151,8 +151,8 @@ class MemorySearch:
         `search_plan_inputs` runs in the search's round trip, after it, for the next search (the
         first search of a scope reads it before). Being one search behind can only pick a slower
         or a less exact plan once: a scope that just grew past `exact_limit` gets one more exact
-        scan. A split search whose plan is known so (`split_plan`) starts its full-text list
-        before the query's vector is made, on a connection of its own.
+        scan. A split search whose plan is known so (`Plan.lexical_first`) starts its full-text
+        list before the query's vector is made, on a connection of its own.
         """
         since, until = time_range or (None, None)
         k_pool = pool_size(opts)
@@ -171,11 +171,13 @@ class MemorySearch:
         vector: Future[np.ndarray] = Future()
         summaries_claim = threading.Lock() if conversation is None else None
         lexical = None
-        known = self._plan_inputs.get((user, conversation))
-        early = split_plan(known, opts, time_range, conversation) if callable(vec) and known is not None else None
-        if early is not None:  # the full-text list now; its rows once the vector is made
-            lexical = _BESIDE.submit(self._beside, _lexical_part, name, *early, {**params, "scope_size": known["scope_size"],
-                                     "plan_cache_mode": "force_custom_plan"}, vector, summaries_claim)
+        inputs = self._plan_inputs.get((user, conversation))
+        chosen = plan_of(inputs, opts, time_range, conversation) if inputs is not None else None
+        if chosen is not None:
+            params.update(chosen.params)
+            if chosen.lexical_first and callable(vec):  # the full-text list now; its rows once the vector is made
+                lexical = _BESIDE.submit(self._beside, _lexical_part, name, chosen.plan, chosen.hnsw, dict(params),
+                                         vector, summaries_claim)
         try:
             params["query_vec"] = vec() if callable(vec) else vec
         except BaseException as exc:
@@ -183,18 +185,14 @@ class MemorySearch:
             raise
         vector.set_result(params["query_vec"])
         with self.pool.connection() as conn:
-            inputs = known if known is not None else conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
-            params["scope_size"] = inputs["scope_size"]
-            plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts, matches_indexed=inputs["scope_tsv_index"],
-                               ranged=time_range is not None, user_wide=conversation is None,
-                               own_index=inputs["own_index"], iterative=inputs["iterative_scan"])
-            hnsw = hnsw_settings(plan, inputs["iterative_scan"])
-            generic = runs_generic(plan, inputs["scope_size"], opts)
-            params["plan_cache_mode"] = "force_generic_plan" if generic else "force_custom_plan"
+            if chosen is None:
+                inputs = conn.execute(QUERIES["search_plan_inputs"], params).fetchone()
+                chosen = plan_of(inputs, opts, time_range, conversation)
+                params.update(chosen.params)
+            plan, hnsw, split = chosen.plan, chosen.hnsw, chosen.split
             # Past the exact scan, the full-text list runs beside the rest, on a second connection
             # when the pool has one free (else after it on this one): a heavy user's lists took
             # ~8 and ~19 ms of a ~45 ms statement, one after the other (docs/RETRIEVAL.md).
-            split = inputs["scope_size"] > opts.exact_limit and not generic
             if split and lexical is None:
                 lexical = _BESIDE.submit(self._beside, _lexical_part, name, plan, hnsw, dict(params), vector,
                                          summaries_claim)
@@ -280,12 +278,20 @@ def _search_settings(conn: Connection, hnsw: str | None, params: Mapping[str, An
         conn.execute(QUERIES[hnsw], params)
 
 
-def _part(conn: Connection, name: str, plan: str, hnsw: str | None, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The full-text part of a split search (its rows: the full-text hits and their neighbours),
-    in one round trip; the recent turns come with the other part."""
+def _part(conn: Connection, name: str, plan: str, hnsw: str | None, params: Mapping[str, Any],
+          part: str = "lexical") -> list[dict[str, Any]]:
+    """The full-text part of a split search (its rows: the full-text hits and their neighbours;
+    `lexical_rows`: those of a list given), in one round trip; the recent turns come with the
+    other part."""
+    return _statement(conn, hnsw, SEARCH_PARTS[(name, plan, part)], {**params, "k_recent": 0})
+
+
+def _statement(conn: Connection, hnsw: str | None, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of one search statement, prepared, in its own transaction with the search's
+    settings (`_search_settings`), in one round trip."""
     with conn.pipeline(), conn.transaction():
         _search_settings(conn, hnsw, params)
-        rows = conn.execute(SEARCH_PARTS[(name, plan, "lexical")], {**params, "k_recent": 0}, prepare=True)
+        rows = conn.execute(query, params, prepare=True)
     return rows.fetchall()
 
 
@@ -302,21 +308,16 @@ def _lexical_part(conn: Connection, name: str, plan: str, hnsw: str | None, para
     query's vector at hand, one statement (`_part`); before it is made (`vector` not done), the
     list first (`LEXICAL_LISTS`), then, with the vector, the rows of its hits."""
     if vector.done():
-        rows = _part(conn, name, plan, hnsw, {**params, "query_vec": vector.result()})
+        params = {**params, "query_vec": vector.result()}
+        rows = _part(conn, name, plan, hnsw, params)
     else:
-        with conn.pipeline(), conn.transaction():
-            _search_settings(conn, hnsw, params)
-            listed = conn.execute(LEXICAL_LISTS[(name, plan)], params, prepare=True)
-        listed = listed.fetchall()
+        listed = _statement(conn, hnsw, LEXICAL_LISTS[(name, plan)], params)
         params = {**params, "query_vec": vector.result(), "lexical_ids": [r["id"] for r in listed],
                   "lexical_conversations": [r["conversation_id"] for r in listed],
                   "lexical_seqs": [r["seq"] for r in listed], "lexical_ranks": [r["rank"] for r in listed]}
-        with conn.pipeline(), conn.transaction():
-            _search_settings(conn, hnsw, params)
-            rows = conn.execute(SEARCH_PARTS[(name, plan, "lexical_rows")], {**params, "k_recent": 0}, prepare=True)
-        rows = rows.fetchall()
+        rows = _part(conn, name, plan, hnsw, params, "lexical_rows")
     if summaries_claim is not None and summaries_claim.acquire(blocking=False):
-        return rows, _summaries(conn, {**params, "query_vec": vector.result()})
+        return rows, _summaries(conn, params)
     return rows, None
 
 
@@ -342,11 +343,7 @@ def merge_parts(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> li
 def _summaries(conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The summary rows of a user-wide search (`search_user_summaries`), in one round trip, on a
     custom plan."""
-    params = {**params, "plan_cache_mode": "force_custom_plan"}
-    with conn.pipeline(), conn.transaction():
-        _search_settings(conn, None, params)
-        rows = conn.execute(SUMMARY_QUERY, params, prepare=True)
-    return rows.fetchall()
+    return _statement(conn, None, SUMMARY_QUERY, {**params, "plan_cache_mode": "force_custom_plan"})
 
 
 def _remember(cache: OrderedDict[Scope, Any], key: Scope, value: Any) -> None:
@@ -377,18 +374,44 @@ def pool_size(opts: SearchOptions) -> int:
     return max(opts.k_dense, opts.k_pool)
 
 
-def split_plan(inputs: Mapping[str, Any], opts: SearchOptions, time_range: TimeRange | None,
-               conversation: UUID | None) -> tuple[str, str | None] | None:
-    """The plan and HNSW settings of a search that the scope's plan inputs (`search_plan_inputs`)
-    split in two (past the exact scan, `fetch`), whose full text is the longer part: a user's own
-    HNSW index makes the dense list fast (~8 ms for the heavy user), while the full text over
-    their 100,000 turns is not (~18 / 29 ms p50 / p90 on the 1M table). Else None."""
-    plan = choose_plan(inputs["scope_size"], inputs["table_rows"], opts, matches_indexed=inputs["scope_tsv_index"],
+@dataclass(frozen=True)
+class Plan:
+    """How one search runs, from its scope's plan inputs (`search_plan_inputs`): the plan (a key of
+    `memctx.retrieve.queries.PLANS`), its HNSW settings' query (`hnsw_settings`), whether it runs
+    its generic plan (`runs_generic`), and whether it splits in two (past the exact scan: the full
+    text beside the rest, `MemorySearch.fetch`)."""
+
+    plan: str
+    hnsw: str | None
+    generic: bool
+    split: bool
+    scope_size: int
+
+    @property
+    def lexical_first(self) -> bool:
+        """The full text is the longer part, so its list starts before the query is embedded:
+        a user's own HNSW index makes the dense list fast (~8 ms for the heavy user), while the
+        full text over their 100,000 turns is not (~18 / 29 ms p50 / p90 on the 1M table)."""
+        return self.split and self.plan == "index"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The search statements' parameters this plan sets."""
+        return {"scope_size": self.scope_size,
+                "plan_cache_mode": "force_generic_plan" if self.generic else "force_custom_plan"}
+
+
+def plan_of(inputs: Mapping[str, Any], opts: SearchOptions, time_range: TimeRange | None,
+            conversation: UUID | None) -> Plan:
+    """The `Plan` of a search of `conversation` (None: all of the user's memory) over a scope with
+    these plan inputs."""
+    size = inputs["scope_size"]
+    plan = choose_plan(size, inputs["table_rows"], opts, matches_indexed=inputs["scope_tsv_index"],
                        ranged=time_range is not None, user_wide=conversation is None,
                        own_index=inputs["own_index"], iterative=inputs["iterative_scan"])
-    if plan != "index" or inputs["scope_size"] <= opts.exact_limit or runs_generic(plan, inputs["scope_size"], opts):
-        return None
-    return plan, hnsw_settings(plan, inputs["iterative_scan"])
+    generic = runs_generic(plan, size, opts)
+    return Plan(plan, hnsw_settings(plan, inputs["iterative_scan"]), generic, size > opts.exact_limit and not generic,
+                size)
 
 
 def runs_generic(plan: str, scope_size: int, opts: SearchOptions) -> bool:

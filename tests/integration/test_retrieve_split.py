@@ -179,7 +179,7 @@ def test_the_full_text_list_starts_before_the_query_vector(app, monkeypatch, loa
     from dataclasses import replace
 
     import memctx.retrieve.search as search_module
-    from memctx.retrieve.search import split_plan
+    from memctx.retrieve.search import plan_of
 
     user, convs, centers, rng = loaded
     opts = replace(OPTS, k_codes=0, k_pool=60)  # no quantized pool, a pool the index serves: the index plan
@@ -195,7 +195,8 @@ def test_the_full_text_list_starts_before_the_query_vector(app, monkeypatch, loa
     for words in ("jazz kayak", "violin jazz tofu", "zzzz"):
         analysis, vec = analyze(words, ()), _query(rng, centers)
         at_hand = search.fetch(user, analysis, vec, None, None, opts)  # and the plan inputs, known from now on
-        assert split_plan(search._plan_inputs[(user, None)], opts, None, None) == ("index", "search_hnsw_settings")
+        chosen = plan_of(search._plan_inputs[(user, None)], opts, None, None)
+        assert chosen.lexical_first and (chosen.plan, chosen.hnsw) == ("index", "search_hnsw_settings")
         started.clear()
         got = search.fetch(user, analysis, lambda: time.sleep(0.2) or vec, None, None, opts)
         assert started == [False]  # the list ran before the vector was made
