@@ -281,9 +281,17 @@ def _search_settings(conn: Connection, hnsw: str | None, params: Mapping[str, An
 def _part(conn: Connection, name: str, plan: str, hnsw: str | None, params: Mapping[str, Any],
           part: str = "lexical") -> list[dict[str, Any]]:
     """The full-text part of a split search (its rows: the full-text hits and their neighbours;
-    `lexical_rows`: those of a list given), in one round trip; the recent turns come with the
-    other part."""
-    return _statement(conn, hnsw, SEARCH_PARTS[(name, plan, part)], {**params, "k_recent": 0})
+    `lexical_rows`: those of a list given), in one round trip, on its generic plan
+    (`LEXICAL_PLAN`); the recent turns come with the other part."""
+    return _statement(conn, hnsw, SEARCH_PARTS[(name, plan, part)], {**params, **LEXICAL_PLAN, "k_recent": 0})
+
+
+# The plan of a split search's full-text statements: their generic plan, whatever the scope. The
+# matches come from message_terms' GIN index and the rows by key whatever the values, so a plan
+# made for them finds the same; planning it took 1.5-3.5 ms of the full-text part's 8-25 ms on the
+# 1M table (docs/BENCHMARKS.md, "Scale"). The dense part keeps the plan of `Plan.generic`: its
+# pool's plan depends on the values (the index plan's generic plan scanned the heavy user's rows).
+LEXICAL_PLAN = {"plan_cache_mode": "force_generic_plan"}
 
 
 def _statement(conn: Connection, hnsw: str | None, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -311,7 +319,7 @@ def _lexical_part(conn: Connection, name: str, plan: str, hnsw: str | None, para
         params = {**params, "query_vec": vector.result()}
         rows = _part(conn, name, plan, hnsw, params)
     else:
-        listed = _statement(conn, hnsw, LEXICAL_LISTS[(name, plan)], params)
+        listed = _statement(conn, hnsw, LEXICAL_LISTS[(name, plan)], {**params, **LEXICAL_PLAN})
         params = {**params, "query_vec": vector.result(), "lexical_ids": [r["id"] for r in listed],
                   "lexical_conversations": [r["conversation_id"] for r in listed],
                   "lexical_seqs": [r["seq"] for r in listed], "lexical_ranks": [r["rank"] for r in listed]}
@@ -420,8 +428,9 @@ def runs_generic(plan: str, scope_size: int, opts: SearchOptions) -> bool:
 
     A bounded search within the exact scan does: parsing and planning a custom plan took ~2.3 of
     6.2 ms of a conversation's search on LoCoMo and ~2.8 of 10 ms of a user's, for the same rows
-    (docs/BENCHMARKS.md). Larger scopes are planned for their values (a heavy user's rows are not
-    an average user's; their search takes far longer than its planning), as are the index plan,
+    (docs/BENCHMARKS.md). Larger scopes' dense parts are planned for their values (a heavy user's
+    rows are not an average user's; their full-text part runs generic all the same,
+    `LEXICAL_PLAN`), as are the index plan,
     whose pool comes from the values, and the exact plan, whose generic plan was no faster and
     slower in its tail. A generic plan assumes the average scope, for one conversation a few dozen
     turns; it finds the full-text matches through message_terms' GIN index all the same, the only

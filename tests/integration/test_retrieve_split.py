@@ -202,3 +202,21 @@ def test_the_full_text_list_starts_before_the_query_vector(app, monkeypatch, loa
         assert started == [False]  # the list ran before the vector was made
         assert _key(got) == _key(at_hand) and [r["passage_id"] for r in got] == [r["passage_id"] for r in at_hand]
         assert any(r["lexical_rank"] for r in got) == (words != "zzzz")
+
+
+def test_the_full_text_part_runs_its_generic_plan(app, settings, embedder, loaded):  # noqa: F811
+    """A split search's full-text statement runs on its generic plan (no planning per search), its
+    dense part on a plan made for its values; the server's counts of each prepared statement's
+    plans say which ran (one connection: both parts run on it, one after the other)."""
+    user, convs, centers, rng = loaded
+    with open_app(settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1}), embedder=embedder) as small:
+        search = MemorySearch(small.pool, small.embedder, OPTS)
+        for words in ("jazz kayak", "violin jazz tofu", "kayak"):
+            search.fetch(user, analyze(words, ()), _query(rng, centers), None, None, OPTS)
+        with small.pool.connection() as conn:
+            plans = conn.execute("select statement, generic_plans, custom_plans from pg_prepared_statements").fetchall()
+    lexical = [p for p in plans if "bm25" in p["statement"] and "dense_turns" not in p["statement"]]
+    dense = [p for p in plans if "dense_turns" in p["statement"] and "bm25" not in p["statement"]]
+    assert len(lexical) == 1 and len(dense) == 1
+    assert (lexical[0]["generic_plans"], lexical[0]["custom_plans"]) == (3, 0)
+    assert (dense[0]["generic_plans"], dense[0]["custom_plans"]) == (0, 3)
