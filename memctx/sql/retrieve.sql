@@ -420,11 +420,12 @@ lexical as (
 -- name: search_lexical_given
 -- (Shared block.) The full-text list a statement of its own ranked (`search_lexical_list`),
 -- given back as arrays: the rows of its hits need the query's vector (their similarity, their
--- best passage), the list does not.
+-- best passage), the list does not. The arrays go in binary (`%(…)b`): psycopg writes a list of
+-- 100 UUIDs as text through each one's str(), 0.39 against 0.10 ms for the four.
 lexical as (
   select l.id, l.conversation_id, l.seq, l.rank
-    from unnest(%(lexical_ids)s::uuid[], %(lexical_conversations)s::uuid[], %(lexical_seqs)s::bigint[],
-                %(lexical_ranks)s::bigint[]) as l(id, conversation_id, seq, rank)
+    from unnest(%(lexical_ids)b::uuid[], %(lexical_conversations)b::uuid[], %(lexical_seqs)b::bigint[],
+                %(lexical_ranks)b::bigint[]) as l(id, conversation_id, seq, rank)
 )
 
 -- name: search_lexical_list

@@ -66,7 +66,7 @@ def test_each_part_ranks_its_own_lists():
     for (name, plan, part), text in SEARCH_PARTS.items():
         whole = SEARCH_QUERIES[(name, plan)]
         if part == "lexical_rows":  # the rows of a full-text list ranked before (`LEXICAL_LISTS`)
-            assert "bm25" not in text and "dense_turns" not in text and "unnest(%(lexical_ids)s" in text
+            assert "bm25" not in text and "dense_turns" not in text and "unnest(%(lexical_ids)b" in text
             list_text = LEXICAL_LISTS[(name, plan)]
             assert "bm25" in list_text and "dense_turns" not in list_text and "query_vec" not in list_text
             continue
