@@ -417,27 +417,29 @@ def plan_of(inputs: Mapping[str, Any], opts: SearchOptions, time_range: TimeRang
     plan = choose_plan(size, inputs["table_rows"], opts, matches_indexed=inputs["scope_tsv_index"],
                        ranged=time_range is not None, user_wide=conversation is None,
                        own_index=inputs["own_index"], iterative=inputs["iterative_scan"])
-    generic = runs_generic(plan, size, opts)
-    return Plan(plan, hnsw_settings(plan, inputs["iterative_scan"]), generic, size > opts.exact_limit and not generic,
-                size)
+    return Plan(plan, hnsw_settings(plan, inputs["iterative_scan"]), runs_generic(plan), size > opts.exact_limit, size)
 
 
-def runs_generic(plan: str, scope_size: int, opts: SearchOptions) -> bool:
-    """Whether a search runs on its prepared statement's generic plan, rather than on a custom
-    plan made for its values (every search statement is prepared: parsed once per connection).
+def runs_generic(plan: str) -> bool:
+    """Whether a search's statements of `plan` run on their prepared generic plan, rather than on
+    a custom plan made for their values (every search statement is prepared: parsed once per
+    connection).
 
-    A bounded search within the exact scan does: parsing and planning a custom plan took ~2.3 of
-    6.2 ms of a conversation's search on LoCoMo and ~2.8 of 10 ms of a user's, for the same rows
-    (docs/BENCHMARKS.md). Larger scopes' dense parts are planned for their values (a heavy user's
-    rows are not an average user's; their full-text part runs generic all the same,
-    `LEXICAL_PLAN`), as are the index plan,
-    whose pool comes from the values, and the exact plan, whose generic plan was no faster and
-    slower in its tail. A generic plan assumes the average scope, for one conversation a few dozen
-    turns; it finds the full-text matches through message_terms' GIN index all the same, the only
-    index of that table on the scope (migration 0026). Before, it could read the matches of a long
-    conversation by testing each of its messages' tsvectors (0.66 ms a term at 419 turns).
+    The bounded plan's do, whatever the scope's size: they read the scope through its index and
+    score every turn of it, so a plan made for the values finds the same plan, and making it took
+    ~2.3 of 6.2 ms of a conversation's search on LoCoMo and ~2.8 of 10 ms of a user's
+    (docs/BENCHMARKS.md). Past the exact scan the dense part of users of 2,000-4,600 messages took
+    1.1 ms less on its generic plan (7.75 -> 6.47 ms median), the 5,000-turn conversation's
+    0.4 ms less, for the same rows. A generic plan assumes the average scope, for one
+    conversation a few dozen turns; it finds the full-text matches through message_terms' GIN
+    index all the same, the only index of that table on the scope (migration 0026). Before, it
+    could read the matches of a long conversation by testing each of its messages' tsvectors
+    (0.66 ms a term at 419 turns). The index plan is planned for its values, as its pool comes
+    from them (its generic plan scanned the heavy user's rows), and so are the quantized plan
+    (no faster generic) and the exact plan, whose generic plan was no faster and slower in its
+    tail. (A split search's full-text part runs generic whatever its plan: `LEXICAL_PLAN`.)
     """
-    return plan == "bounded" and scope_size <= opts.exact_limit
+    return plan == "bounded"
 
 
 def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions, *, matches_indexed: bool = False,

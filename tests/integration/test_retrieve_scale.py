@@ -14,7 +14,7 @@ from psycopg.rows import dict_row
 from memctx.models import NewMessage
 from memctx.retrieve import MemorySearch, SearchOptions
 from memctx.retrieve.queries import PLANS, SEARCH_QUERIES, compose
-from memctx.retrieve.search import _search_settings, choose_plan, hnsw_settings, pool_size, runs_generic
+from memctx.retrieve.search import _search_settings, choose_plan, hnsw_settings, plan_of, pool_size, runs_generic
 from memctx.sql import QUERIES
 
 WORDS = ("pottery hiking dolomites budget jazz concert sourdough wedding collie garden tomatoes marathon guitar "
@@ -110,12 +110,15 @@ def test_a_search_transaction_compiles_nothing_and_sets_its_workers_and_hnsw_set
             assert conn.execute(show).fetchone() == before
 
 
-def test_bounded_searches_within_the_exact_scan_run_generic_plans():
-    opts = SearchOptions()
-    assert runs_generic("bounded", 40, opts) and runs_generic("bounded", 2_000, opts)
-    assert not runs_generic("bounded", 2_001, opts)  # past the exact scan: not the average scope
-    assert not runs_generic("exact", 40, opts)
-    assert not runs_generic("index", 100_000, opts)
+def test_bounded_searches_run_generic_plans_whatever_their_size():
+    assert runs_generic("bounded")
+    assert not runs_generic("exact") and not runs_generic("index") and not runs_generic("quantized")
+    inputs = {"table_rows": 1_000_000, "scope_tsv_index": True, "own_index": False, "iterative_scan": True}
+    within = plan_of({**inputs, "scope_size": 2_000}, SearchOptions(), None, uuid.uuid4())
+    past = plan_of({**inputs, "scope_size": 5_000}, SearchOptions(), None, uuid.uuid4())
+    assert (within.plan, within.generic, within.split) == ("bounded", True, False)
+    assert (past.plan, past.generic, past.split) == ("bounded", True, True)  # split, its dense part generic
+    assert past.params["plan_cache_mode"] == "force_generic_plan"
 
 
 @pytest.mark.parametrize("analyzed", [False, True])
