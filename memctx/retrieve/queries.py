@@ -96,17 +96,24 @@ def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, pla
         hits=hits, message_rows=rows).as_string()
 
 
-def _lexical_blocks(name: str, plan: str, queries) -> sql.Composed:
+# The common terms a full-text list takes as known (`search_lexical_bounded`): none, but in the
+# list alone (`search_lexical_list`), whose caller remembers them per scope.
+NO_KNOWN_COMMON = sql.SQL("array[]::text[]")
+KNOWN_COMMON = sql.SQL("%(known_common)s::text[]")
+
+
+def _lexical_blocks(name: str, plan: str, queries, known_common: sql.Composable = NO_KNOWN_COMMON) -> sql.Composed:
     """The blocks of `plan`'s full-text list: the query's terms, then the list."""
     return _join((_block(queries, "search_lexical_terms"),
-                  _block(queries, PLANS[plan][1]).format(terms_conversation=conversation_filter(name, "mt"))), ", ")
+                  _block(queries, PLANS[plan][1]).format(terms_conversation=conversation_filter(name, "mt"),
+                                                         known_common=known_common)), ", ")
 
 
 def compose_lexical_list(name: str, plan: str, queries=QUERIES) -> str:
     """The SQL text of `search_lexical_list` for search `name` under `plan`: its full-text list
-    alone, without the query's vector."""
+    alone, without the query's vector, skipping the common terms it is given (`known_common`)."""
     return sql.SQL(queries["search_lexical_list"]).format(
-        scope=_block(queries, SCOPES[name]), lexical=_lexical_blocks(name, plan, queries)).as_string()
+        scope=_block(queries, SCOPES[name]), lexical=_lexical_blocks(name, plan, queries, KNOWN_COMMON)).as_string()
 
 
 def compose_summaries(signals: Sequence[Signal] = SIGNALS, queries=QUERIES) -> str:

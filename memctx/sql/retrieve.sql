@@ -329,6 +329,9 @@ turns as materialized (
 -- takes part of the conversations: then n is their message_count (`scope_size`, which search.py
 -- reads to choose this block) and the mean length that of the range's 1,000 latest turns. A turn
 -- scores only if it or a neighbour matches, so smoothing spreads each match's score to seq ± 1.
+-- `{known_common}`: the terms (as tsquery text) known to be common in this scope, which are not
+-- read at all (df k_match + 1, as if read); an empty array but in `search_lexical_list`, whose
+-- caller remembers each scope's common terms (search.py, `CommonTerms`).
 stats as (
   select c.n, c.avglen
     from (select sum(c.message_count)::float8 as n,
@@ -352,9 +355,11 @@ stats as (
                           and (%(since)s::timestamptz is null or mt.created_at >= %(since)s::timestamptz)
                           and (%(until)s::timestamptz is null or mt.created_at < %(until)s::timestamptz)
                           and mt.tsv @@ q.q
-                        limit %(k_match)s + 1) t
+                        limit case when q.q::text = any({known_common}) then 0 else %(k_match)s + 1 end) t
 ), df as materialized (
   select x.term, count(*)::float8 as df, count(*) > %(k_match)s as common from matches x group by x.term
+  union all
+  select q.term, %(k_match)s + 1, true from terms q where q.q::text = any({known_common})
 ), scored as (
   -- a rare term counts in every turn it matched
   select x.term, x.conversation_id, x.seq, x.len
@@ -432,9 +437,13 @@ lexical as (
 -- The full-text list of a search past the exact scan, alone: search.py runs it while the query
 -- is embedded, then the rows of its hits (the search's template with `search_lexical_given`) once
 -- the vector is there. Where the full text is the longer part (a heavy user's), it does not
--- wait for the embedding.
+-- wait for the embedding. Each row names the query's common terms (`common_terms`, tsquery
+-- text), which the caller remembers for the scope and gives back as `known_common`: they are
+-- not read again.
 with {scope}, {lexical}
-select l.id, l.conversation_id, l.seq, l.rank from lexical l
+select l.id, l.conversation_id, l.seq, l.rank,
+       (select array_agg(q.q::text) from terms q join df d on d.term = q.term where d.common) as common_terms
+  from lexical l
 
 -- name: search_conversation
 -- Candidates of one conversation: the relevance lists, the most recent k, each with its rank,

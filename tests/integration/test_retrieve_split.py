@@ -187,9 +187,9 @@ def test_the_full_text_list_starts_before_the_query_vector(app, monkeypatch, loa
     started = []
     lexical_part = search_module._lexical_part
 
-    def spy(conn, name, plan, hnsw, params, vector, claim):
+    def spy(conn, name, plan, hnsw, params, vector, claim, *rest):
         started.append(vector.done())
-        return lexical_part(conn, name, plan, hnsw, params, vector, claim)
+        return lexical_part(conn, name, plan, hnsw, params, vector, claim, *rest)
 
     monkeypatch.setattr(search_module, "_lexical_part", spy)
     for words in ("jazz kayak", "violin jazz tofu", "zzzz"):
@@ -202,6 +202,53 @@ def test_the_full_text_list_starts_before_the_query_vector(app, monkeypatch, loa
         assert started == [False]  # the list ran before the vector was made
         assert _key(got) == _key(at_hand) and [r["passage_id"] for r in got] == [r["passage_id"] for r in at_hand]
         assert any(r["lexical_rank"] for r in got) == (words != "zzzz")
+
+
+def test_the_full_text_list_reads_a_scopes_common_terms_once(app, monkeypatch, loaded):  # noqa: F811
+    """A term matching more than k_match turns of the scope is common: the first list alone that
+    meets it tells its caller, and the scope's next lists do not read its matches again, with the
+    rows of the statement that reads every term. A scope that lost messages forgets them."""
+    import time
+    from dataclasses import replace
+
+    import memctx.retrieve.search as search_module
+    from memctx.retrieve.search import CommonTerms
+    from test_retrieve_scale import WORDS
+
+    user, convs, centers, rng = loaded
+    with app.pool.connection() as conn:
+        counts = sorted((conn.execute("select count(*) as n from memctx.message_terms where user_id = %s "
+                                      "and tsv @@ to_tsquery('english', %s)", (user, w)).fetchone()["n"], w)
+                        for w in WORDS)
+    (rare_n, rare), (common_n, common) = counts[0], counts[-1]
+    assert rare_n < common_n
+    # the index plan (the list alone runs before the vector), one word rare and one common
+    opts = replace(OPTS, k_codes=0, k_pool=60, k_match=(rare_n + common_n) // 2)
+    search = MemorySearch(app.pool, app.embedder, opts)
+    known = []
+    statement = search_module._statement
+
+    def spy(conn, hnsw, query, params):
+        if "known_common" in params:
+            known.append(params["known_common"])
+        return statement(conn, hnsw, query, params)
+
+    monkeypatch.setattr(search_module, "_statement", spy)
+    analysis, vec = analyze(f"{rare} {common}", ()), _query(rng, centers)
+    at_hand = search.fetch(user, analysis, vec, None, None, opts)  # every term read; the plan inputs known
+    for _ in range(2):
+        got = search.fetch(user, analysis, lambda: time.sleep(0.2) or vec, None, None, opts)
+        assert _key(got) == _key(at_hand) and any(r["lexical_rank"] for r in got)
+    assert known == [[], [f"'{common}'"]]  # read the first time, known the second
+
+    terms = CommonTerms()
+    terms.learn((user, None), 1800, 500, ["'jazz'"])
+    terms.learn((user, None), 1850, 500, ["'kayak'"])
+    assert terms.known((user, None), 1850, 500) == ["'jazz'", "'kayak'"] == terms.scoped((user, None), 1851, 500).known()
+    assert terms.known((user, convs[0]), 1850, 500) == []  # another scope
+    assert terms.known((user, None), 1849, 500) == []  # messages deleted since: they may be rare now
+    assert terms.known((user, None), 1850, 2000) == []  # common at 500 matches, not at 2,000
+    assert terms.scoped(None, 1850, 500) is None  # a time range's list: its own terms
 
 
 def test_the_full_text_part_runs_its_generic_plan(app, settings, embedder, loaded):  # noqa: F811
