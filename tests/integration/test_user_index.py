@@ -107,6 +107,15 @@ def test_a_user_at_the_threshold_gets_an_index_of_their_own_and_searches_take_it
     owner = MemorySearch(worker_app.pool, worker_app.embedder, search_opts)
     found = owner.search(user, "jazz kayak", None, limit=20, query_vec=vec)
     assert owner._plan_inputs[(user, None)]["own_index"]
+    # its dense part is the user's own statement, with the user written in it, on its generic plan
+    with open_app(worker_app.settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1}),
+                  embedder=worker_app.embedder) as single:  # one connection: its prepared statements
+        alone = MemorySearch(single.pool, single.embedder, search_opts)
+        assert [alone.search(user, "jazz kayak", None, limit=20, query_vec=vec) for _ in range(2)] == [found, found]
+        with single.pool.connection() as conn:
+            plans = conn.execute("select generic_plans, custom_plans from pg_prepared_statements "
+                                 "where statement like %s", (f"%user_id = '{user}'::uuid%",)).fetchall()
+    assert [(p["generic_plans"], p["custom_plans"]) for p in plans] == [(2, 0)]
     tenant = MemorySearch(worker_app.for_user(user).pool, worker_app.embedder, search_opts)
     assert [m.id for m in tenant.search(user, "jazz kayak", None, limit=20, query_vec=vec)] == [m.id for m in found]
     assert MemorySearch(worker_app.for_user(other).pool, worker_app.embedder, search_opts).search(
