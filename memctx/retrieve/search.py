@@ -378,10 +378,9 @@ class CommonTerms:
     its list fell 13.7 -> 10.7 ms median. A scope's matches only grow as it grows, so a common
     term stays common: a scope that shrank (deletions) forgets its terms, and one whose k_match
     differs does not use them; an edit that takes a common term out of turns goes unnoticed while
-    the scope stays cached. A time range's lists neither use nor teach them. The list then sums a
-    turn's BM25 terms in another order, so turns of equal score may swap ranks, as on the generic
-    plan (`LEXICAL_PLAN`): 14 of the heavy user's 60 lists came in another order, 56 with the same
-    turns. Safe to share between threads."""
+    the scope stays cached. A time range's lists neither use nor teach them. The lists are those
+    that read every term (BM25's shares are rounded to sum alike in any order: retrieve.sql's
+    `search_lexical_exact`). Safe to share between threads."""
 
     def __init__(self) -> None:
         self._terms: OrderedDict[Scope, tuple[frozenset[str], int, int]] = OrderedDict()
