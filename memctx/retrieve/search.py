@@ -178,8 +178,9 @@ class MemorySearch:
             params.update(chosen.params)
             if chosen.lexical_first and callable(vec):  # the full-text list now; its rows once the vector is made
                 scope = (user, conversation) if time_range is None else None  # a time range's terms are its own
+                common = self.common_terms.scoped(scope, chosen.scope_size, opts.k_match)
                 lexical = _BESIDE.submit(self._beside, _lexical_part, name, chosen.plan, chosen.hnsw, dict(params),
-                                         vector, summaries_claim, self.common_terms.scoped(scope, chosen.scope_size, opts.k_match))
+                                         vector, summaries_claim, common)
         try:
             params["query_vec"] = vec() if callable(vec) else vec
         except BaseException as exc:
