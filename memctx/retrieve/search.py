@@ -363,7 +363,7 @@ def _summaries(conn: Connection, params: Mapping[str, Any]) -> list[dict[str, An
     return _statement(conn, None, SUMMARY_QUERY, {**params, "plan_cache_mode": "force_generic_plan"})
 
 
-def _remember(cache: OrderedDict[Scope, Any], key: Scope, value: Any) -> None:
+def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
     """Cache `value` for a scope, forgetting the scope stored longest ago past CACHED_SCOPES."""
     cache.pop(key, None)
     cache[key] = value
@@ -384,22 +384,24 @@ class CommonTerms:
     `search_lexical_exact`). Safe to share between threads."""
 
     def __init__(self) -> None:
-        self._terms: OrderedDict[Scope, tuple[frozenset[str], int, int]] = OrderedDict()
+        # (scope, k_match) -> the terms, and the scope's size when they were last found
+        self._terms: OrderedDict[tuple[Scope, int], tuple[frozenset[str], int]] = OrderedDict()
 
     def scoped(self, scope: Scope | None, scope_size: int, k_match: int) -> "ScopeTerms | None":
         """The common terms of `scope` (None: a search with a time range) at its size now."""
         return None if scope is None else ScopeTerms(self, scope, scope_size, k_match)
 
     def known(self, scope: Scope, scope_size: int, k_match: int) -> list[str]:
-        entry = self._terms.get(scope)
-        if entry is None or entry[1] > scope_size or entry[2] != k_match:
-            return []
-        return sorted(entry[0])
+        return sorted(self._current((scope, k_match), scope_size))
 
     def learn(self, scope: Scope, scope_size: int, k_match: int, terms: Sequence[str]) -> None:
-        entry = self._terms.get(scope)
-        kept = entry[0] if entry is not None and entry[1] <= scope_size and entry[2] == k_match else frozenset()
-        _remember(self._terms, scope, (kept | frozenset(terms), scope_size, k_match))
+        key = (scope, k_match)
+        _remember(self._terms, key, (self._current(key, scope_size) | frozenset(terms), scope_size))
+
+    def _current(self, key: tuple[Scope, int], scope_size: int) -> frozenset[str]:
+        """The terms still known for `key` at `scope_size`: none once the scope has shrunk."""
+        entry = self._terms.get(key)
+        return entry[0] if entry is not None and entry[1] <= scope_size else frozenset()
 
 
 @dataclass(frozen=True)
