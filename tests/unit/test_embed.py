@@ -1,6 +1,7 @@
 """The local int8 MiniLM embedder agrees with fp32 sentence-transformers vectors."""
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +86,18 @@ def test_the_int8_query_model_is_built_once_per_cache(tmp_path):
     built = first.stat().st_mtime_ns
     assert int8_query_model(_model_path(), tmp_path) == first and first.stat().st_mtime_ns == built
     assert list(tmp_path.iterdir()) == [first]  # no leftovers of the build
+
+
+def test_the_same_model_installed_elsewhere_reuses_the_cached_int8_model(tmp_path):
+    """A fresh virtualenv installs the same model at another path with another time: its queries
+    take the model already built, where one 23 MB copy per virtualenv used to pile up."""
+    cache = tmp_path / "cache"
+    first = int8_query_model(_model_path(), cache)
+    elsewhere = tmp_path / "venv" / _model_path().name
+    elsewhere.parent.mkdir()
+    shutil.copyfile(_model_path(), elsewhere)  # a new path, and a new modification time
+    assert int8_query_model(elsewhere, cache) == first
+    assert list(cache.iterdir()) == [first]
 
 
 def test_queries_fall_back_to_the_float_model_when_no_int8_model_can_be_built(tmp_path, caplog):
