@@ -112,7 +112,8 @@ def test_a_search_transaction_compiles_nothing_and_sets_its_workers_and_hnsw_set
 
 def test_bounded_searches_run_generic_plans_whatever_their_size():
     assert runs_generic("bounded")
-    assert not runs_generic("exact") and not runs_generic("index") and not runs_generic("quantized")
+    assert not runs_generic("exact") and not runs_generic("index")
+    assert runs_generic("quantized") and not runs_generic("quantized", ranged=True)  # see test_retrieve_unranged
     assert runs_generic("index", own=True)  # through the user's own index, the user written in the statement
     inputs = {"table_rows": 1_000_000, "scope_tsv_index": True, "own_index": False, "iterative_scan": True}
     within = plan_of({**inputs, "scope_size": 2_000}, SearchOptions(), None, uuid.uuid4())

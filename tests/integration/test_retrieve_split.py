@@ -7,6 +7,8 @@ from __future__ import annotations
 import threading
 import uuid
 
+from datetime import datetime, timezone
+
 import pytest
 
 from memctx.app import open_app
@@ -67,6 +69,9 @@ def test_each_part_ranks_its_own_lists():
         whole = SEARCH_QUERIES[(name, plan)]
         if part == "lexical_rows":  # the rows of a full-text list ranked before (`LEXICAL_LISTS`)
             assert "bm25" not in text and "dense_turns" not in text and "unnest(%(lexical_ids)b" in text
+            if plan == "exact":  # no list of its own: the exact full text is one statement
+                assert (name, plan) not in LEXICAL_LISTS
+                continue
             list_text = LEXICAL_LISTS[(name, plan)]
             assert "bm25" in list_text and "dense_turns" not in list_text and "query_vec" not in list_text
             continue
@@ -252,18 +257,23 @@ def test_the_full_text_list_reads_a_scopes_common_terms_once(app, monkeypatch, l
 
 
 def test_the_full_text_part_runs_its_generic_plan(app, settings, embedder, loaded):  # noqa: F811
-    """A split search's full-text statement runs on its generic plan (no planning per search), its
-    dense part on a plan made for its values; the server's counts of each prepared statement's
-    plans say which ran (one connection: both parts run on it, one after the other)."""
+    """A split search's full-text statement runs on its generic plan (no planning per search), and
+    so does the quantized dense part without a time range (its statement then tests none); with a
+    time range, the dense part runs on a plan made for its values. The server's counts of each
+    prepared statement's plans say which ran (one connection: both parts run on it, one after
+    the other)."""
     user, convs, centers, rng = loaded
+    ranges = [None] * 3 + [(datetime(2000, 1, 1, tzinfo=timezone.utc), None)] * 2
     with open_app(settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1}), embedder=embedder) as small:
         search = MemorySearch(small.pool, small.embedder, OPTS)
-        for words in ("jazz kayak", "violin jazz tofu", "kayak"):
-            search.fetch(user, analyze(words, ()), _query(rng, centers), None, None, OPTS)
+        for words, time_range in zip(("jazz kayak", "violin jazz tofu", "kayak", "jazz", "tofu kayak"), ranges):
+            search.fetch(user, analyze(words, ()), _query(rng, centers), None, time_range, OPTS)
         with small.pool.connection() as conn:
             plans = conn.execute("select statement, generic_plans, custom_plans from pg_prepared_statements").fetchall()
-    lexical = [p for p in plans if "bm25" in p["statement"] and "dense_turns" not in p["statement"]]
-    dense = [p for p in plans if "dense_turns" in p["statement"] and "bm25" not in p["statement"]]
-    assert len(lexical) == 1 and len(dense) == 1
-    assert (lexical[0]["generic_plans"], lexical[0]["custom_plans"]) == (3, 0)
-    assert (dense[0]["generic_plans"], dense[0]["custom_plans"]) == (0, 3)
+
+    def counts(own, other, ranged):
+        return [(p["generic_plans"], p["custom_plans"]) for p in plans if own in p["statement"]
+                and other not in p["statement"] and ("created_at >=" in p["statement"]) == ranged]
+
+    assert counts("bm25", "dense_turns", False) == [(3, 0)] and counts("bm25", "dense_turns", True) == [(2, 0)]
+    assert counts("dense_turns", "bm25", False) == [(3, 0)] and counts("dense_turns", "bm25", True) == [(0, 2)]
