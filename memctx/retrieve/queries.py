@@ -43,8 +43,8 @@ PASSAGES = {"exact": "search_passages_exact", "bounded": "search_passages_exact"
 
 
 def conversation_filter(name: str, alias: str) -> sql.SQL:
-    """How search `name` narrows a side table's rows (`alias`: the passages', message_terms') to
-    its scope: one conversation's, or all of the user's (nothing to add)."""
+    """How search `name` narrows a side table's rows (`alias`: the passages', message_terms',
+    message_codes') to its scope: one conversation's, or all of the user's (nothing to add)."""
     if name == "search_conversation":
         return sql.SQL(f"and {alias}.conversation_id = %(conversation_id)s::uuid")
     return sql.SQL("")
@@ -89,7 +89,8 @@ def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, pla
     hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
     passages = _block(queries, PASSAGES[plan]).format(passage_conversation=conversation_filter(name, "p"))
-    dense = _join([_block(queries, b) for b in dense_blocks], ",\n")
+    dense = _join([_block(queries, b).format(codes_conversation=conversation_filter(name, "c")) for b in dense_blocks],
+                  ",\n")
     lexical = _lexical_blocks(name, plan, queries)
     return sql.SQL(queries[name]).format(
         scope=_block(queries, SCOPES[name]), passages=passages,

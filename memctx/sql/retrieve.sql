@@ -208,12 +208,12 @@ dense_turns as (
 -- `search_dense_pool_turns`. Its cost follows the scope's size, whatever the table's: no other
 -- user's row is read. The query's code is made once, in a subquery: as a parameter's function,
 -- a generic plan made it again for every code (1.6-4.2 ms of the dense part of users of
--- 5,900-16,000 messages).
+-- 5,900-16,000 messages). A user-wide search tests no conversation (`conversation_filter`),
+-- where `%(conversation_id)s is null or …` cost its generic plan a filter per code.
 dense_codes as materialized (
   select c.message_id
     from memctx.message_codes c
-   where c.user_id = %(user_id)s::uuid
-     and (%(conversation_id)s::uuid is null or c.conversation_id = %(conversation_id)s::uuid)
+   where c.user_id = %(user_id)s::uuid {codes_conversation}
      and (%(since)s::timestamptz is null or c.created_at >= %(since)s::timestamptz)
      and (%(until)s::timestamptz is null or c.created_at < %(until)s::timestamptz)
    order by c.bits <~> (select binary_quantize(%(query_vec)s::vector))
