@@ -42,11 +42,13 @@ PASSAGES = {"exact": "search_passages_exact", "bounded": "search_passages_exact"
             "quantized": "search_passages_index"}
 
 
-def conversation_filter(name: str, alias: str) -> sql.SQL:
+def conversation_filter(name: str, alias: str, column: str = "conversation_id") -> sql.SQL:
     """How search `name` narrows a side table's rows (`alias`: the passages', message_terms',
-    message_codes') to its scope: one conversation's, or all of the user's (nothing to add)."""
+    message_codes', by their `column`; the conversations' by their id) to its scope: one
+    conversation's, or all of the user's (nothing to add). Not `%(conversation_id)s is null or
+    …`: a generic plan tests that on every row, and cannot look the conversation up by it."""
     if name == "search_conversation":
-        return sql.SQL(f"and {alias}.conversation_id = %(conversation_id)s::uuid")
+        return sql.SQL(f"and {alias}.{column} = %(conversation_id)s::uuid")
     return sql.SQL("")
 
 
@@ -110,6 +112,7 @@ def _lexical_blocks(name: str, plan: str, queries, known_common: sql.Composable 
     """The blocks of `plan`'s full-text list: the query's terms, then the list."""
     return _join((_block(queries, "search_lexical_terms"),
                   _block(queries, PLANS[plan][1]).format(terms_conversation=conversation_filter(name, "mt"),
+                                                         stats_conversation=conversation_filter(name, "c", "id"),
                                                          known_common=known_common)), ", ")
 
 

@@ -346,8 +346,7 @@ stats as (
     from (select sum(c.message_count)::float8 as n,
                  greatest(sum(c.lexeme_count)::float8 / nullif(sum(c.message_count), 0), 1) as avglen
             from memctx.conversations c
-           where c.user_id = %(user_id)s::uuid
-             and (%(conversation_id)s::uuid is null or c.id = %(conversation_id)s::uuid)) c
+           where c.user_id = %(user_id)s::uuid {stats_conversation}) c
    where %(since)s::timestamptz is null and %(until)s::timestamptz is null
   union all
   select %(scope_size)s::float8, greatest(avg(t.len), 1)::float8
