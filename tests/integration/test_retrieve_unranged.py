@@ -67,11 +67,10 @@ def test_each_statement_without_its_tests_returns_the_same_rows(app, loaded, mod
                     assert bool(ranged) == (query != SUMMARY_QUERY and (words != "violin" or "%(k_recent)s" in query))
                     assert _rows(app, UNRANGED[query], params, plan) == ranged, (name, plan)
                     compared += 1
-    assert compared == 2 * (4 * 5 - 1) + 2 * (3 * 4 - 1)  # user-wide: 4 plans, 5 statements (the exact plan 4); one conversation: 3 plans, 4
+    assert compared == 2 * (4 * 5 - 1) + 2 * (3 * 4 - 1)  # the exact plans have no list alone
 
 
-def test_a_search_with_a_time_range_runs_the_tests_and_only_it_plans_the_quantized_pool_per_search(app, loaded):  # noqa: F811
-    user, convs, centers, rng = loaded
+def test_a_search_with_a_time_range_runs_the_tests_and_only_it_plans_the_quantized_pool_per_search():
     query = SEARCH_PARTS[("search_user", "quantized", "dense")]
     since = datetime.now(timezone.utc) - timedelta(days=1)
     assert _text(query, {"since": None, "until": None}) == UNRANGED[query]
