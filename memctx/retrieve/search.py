@@ -482,7 +482,7 @@ def plan_of(inputs: Mapping[str, Any], opts: SearchOptions, time_range: TimeRang
     plan = choose_plan(size, inputs["table_rows"], opts, matches_indexed=inputs["scope_tsv_index"],
                        ranged=time_range is not None, user_wide=conversation is None,
                        own_index=inputs["own_index"], iterative=inputs["iterative_scan"])
-    own = plan == "index" and conversation is None and time_range is None and bool(inputs["own_index"])
+    own = plan == "index" and takes_own_index(conversation is None, inputs["own_index"], time_range is not None)
     return Plan(plan, hnsw_settings(plan, inputs["iterative_scan"]), runs_generic(plan, own, time_range is not None),
                 size > opts.exact_limit, size, own)
 
@@ -522,6 +522,12 @@ def runs_generic(plan: str, own: bool = False, ranged: bool = False) -> bool:
     return plan == "bounded" or (plan == "index" and own) or (plan == "quantized" and not ranged)
 
 
+def takes_own_index(user_wide: bool, own_index: bool, ranged: bool) -> bool:
+    """Whether a search can take the user's own HNSW index (a partial index of all their messages):
+    all of the user's memory, without a time range."""
+    return user_wide and bool(own_index) and not ranged
+
+
 def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions, *, matches_indexed: bool = False,
                 ranged: bool = False, user_wide: bool = False, own_index: bool = False, iterative: bool = True) -> str:
     """The plan (a key of `memctx.retrieve.queries.PLANS`) for a scope of `scope_size` messages
@@ -544,7 +550,7 @@ def choose_plan(scope_size: int, table_rows: int, opts: SearchOptions, *, matche
     if scope_size <= opts.exact_limit:
         return "bounded" if matches_indexed and not ranged else "exact"
     costs = {"bounded": float(scope_size)}
-    own = user_wide and own_index and not ranged
+    own = takes_own_index(user_wide, own_index, ranged)
     share = 1.0 if own else scope_size / max(table_rows, scope_size)
     visits = pool_size(opts) / share
     if visits <= opts.max_scan_tuples / 2 and (iterative or own):
