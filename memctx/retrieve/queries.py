@@ -6,15 +6,13 @@ with the blocks they share (the scope of `SCOPES`, the long messages' passages o
 the dense and full-text blocks of the plan,
 `search_hits`, `search_message_rows`: the scope and its time range, the relevance lists, the
 hits and their neighbours, the rows returned) and with the per-signal SQL generated from
-`SIGNALS` (each candidate list's rows, the hits' rank columns); and each statement's text for a
-search without a time range (`UNRANGED`). The result is constant SQL strings, built at import:
+`SIGNALS` (each candidate list's rows, the hits' rank columns), with a time range or without one
+(`UNRANGED`). The result is constant SQL strings, built at import:
 one round trip per statement, EXPLAIN-able as printed. Runs nothing; `memctx.retrieve.search`
 chooses the plan.
 """
 
 from __future__ import annotations
-
-import re
 
 from typing import Sequence
 
@@ -52,6 +50,31 @@ def conversation_filter(name: str, alias: str, column: str = "conversation_id") 
     return sql.SQL("")
 
 
+def time_range_filter(ranged: bool, alias: str) -> sql.SQL:
+    """How a search with a time range narrows a table's rows (`alias`) to it: created in [since,
+    until), either bound null for none. A search without one (`ranged` false, as most are) tests
+    nothing: a generic plan keeps `%(since)s is null or …` as a filter that it evaluates on every
+    row (the bounded plan's dense part of the 5,000-turn conversation took 9.00 against 8.17 ms
+    with it), and a custom plan, which folds it away, costs its planning on every search."""
+    if not ranged:
+        return sql.SQL("")
+    return sql.SQL(f"and (%(since)s::timestamptz is null or {alias}.created_at >= %(since)s::timestamptz) "
+                   f"and (%(until)s::timestamptz is null or {alias}.created_at < %(until)s::timestamptz)")
+
+
+def _filters(name: str, ranged: bool) -> dict[str, sql.Composable]:
+    """The scope filters of every block of search `name`, with a time range or without one."""
+    return {"passage_conversation": conversation_filter(name, "p"), "codes_conversation": conversation_filter(name, "c"),
+            "terms_conversation": conversation_filter(name, "mt"),
+            "stats_conversation": conversation_filter(name, "c", "id"),
+            **{f"in_range_{alias}": time_range_filter(ranged, alias) for alias in ("m", "p", "c", "mt")},
+            # where the full-text list's scope size and mean length come from: the conversations'
+            # counters without a time range, a sample of the range's turns with one
+            "counters": sql.SQL("%(since)s::timestamptz is null and %(until)s::timestamptz is null" if ranged else "true"),
+            "sample": sql.SQL("%(since)s::timestamptz is not null or %(until)s::timestamptz is not null"
+                              if ranged else "false")}
+
+
 def _join(parts, sep: str = ",\n         ") -> sql.Composed:
     return sql.SQL(sep).join(list(parts))
 
@@ -82,20 +105,19 @@ def signal_sql(signals: Sequence[Signal]) -> dict[str, sql.Composable]:
 
 
 def compose(name: str, signals: Sequence[Signal] = SIGNALS, queries=QUERIES, plan: str = "exact",
-            part: str = "all") -> str:
+            part: str = "all", ranged: bool = True) -> str:
     """The SQL text of search query `name` for `signals` under `plan` (a key of PLANS): all of
     it, or one of the `PARTS` of a split search (the other part's list empty; `lexical_rows`: the
-    full-text part with its list given, `search_lexical_given`)."""
+    full-text part with its list given, `search_lexical_given`); for a search with a time range
+    (`ranged`) or without one."""
     generated = signal_sql(signals)
-    dense_blocks = PLANS[plan][0]
+    filters = _filters(name, ranged)
     hits = _block(queries, "search_hits").format(ranks=generated["ranks"], candidates=generated["candidates"])
     rows = _block(queries, "search_message_rows").format(hit_ranks=generated["hit_ranks"])
-    passages = _block(queries, PASSAGES[plan]).format(passage_conversation=conversation_filter(name, "p"))
-    dense = _join([_block(queries, b).format(codes_conversation=conversation_filter(name, "c")) for b in dense_blocks],
-                  ",\n")
-    lexical = _lexical_blocks(name, plan, queries)
+    dense = _join([_block(queries, b).format(**filters) for b in PLANS[plan][0]], ",\n")
+    lexical = _lexical_blocks(name, plan, queries, filters)
     return sql.SQL(queries[name]).format(
-        scope=_block(queries, SCOPES[name]), passages=passages,
+        scope=_block(queries, SCOPES[name]).format(**filters), passages=_block(queries, PASSAGES[plan]).format(**filters),
         dense=_block(queries, "search_dense_none") if part in ("lexical", "lexical_rows") else dense,
         lexical=(_block(queries, "search_lexical_none") if part == "dense" else
                  _block(queries, "search_lexical_given") if part == "lexical_rows" else lexical),
@@ -108,25 +130,27 @@ NO_KNOWN_COMMON = sql.SQL("array[]::text[]")
 KNOWN_COMMON = sql.SQL("%(known_common)s::text[]")
 
 
-def _lexical_blocks(name: str, plan: str, queries, known_common: sql.Composable = NO_KNOWN_COMMON) -> sql.Composed:
+def _lexical_blocks(name: str, plan: str, queries, filters: dict[str, sql.Composable],
+                    known_common: sql.Composable = NO_KNOWN_COMMON) -> sql.Composed:
     """The blocks of `plan`'s full-text list: the query's terms, then the list."""
     return _join((_block(queries, "search_lexical_terms"),
-                  _block(queries, PLANS[plan][1]).format(terms_conversation=conversation_filter(name, "mt"),
-                                                         stats_conversation=conversation_filter(name, "c", "id"),
-                                                         known_common=known_common)), ", ")
+                  _block(queries, PLANS[plan][1]).format(**filters, known_common=known_common)), ", ")
 
 
-def compose_lexical_list(name: str, plan: str, queries=QUERIES) -> str:
+def compose_lexical_list(name: str, plan: str, queries=QUERIES, ranged: bool = True) -> str:
     """The SQL text of `search_lexical_list` for search `name` under `plan`: its full-text list
     alone, without the query's vector, skipping the common terms it is given (`known_common`)."""
+    filters = _filters(name, ranged)
     return sql.SQL(queries["search_lexical_list"]).format(
-        scope=_block(queries, SCOPES[name]), lexical=_lexical_blocks(name, plan, queries, KNOWN_COMMON)).as_string()
+        scope=_block(queries, SCOPES[name]).format(**filters),
+        lexical=_lexical_blocks(name, plan, queries, filters, KNOWN_COMMON)).as_string()
 
 
-def compose_summaries(signals: Sequence[Signal] = SIGNALS, queries=QUERIES) -> str:
+def compose_summaries(signals: Sequence[Signal] = SIGNALS, queries=QUERIES, ranged: bool = True) -> str:
     """The SQL text of `search_user_summaries` (every plan's: summaries are few, and scanned)."""
     return sql.SQL(queries["search_user_summaries"]).format(
-        scope=_block(queries, SCOPES["search_user"]), summary_ranks=signal_sql(signals)["summary_ranks"]).as_string()
+        scope=_block(queries, SCOPES["search_user"]).format(**_filters("search_user", ranged)),
+        summary_ranks=signal_sql(signals)["summary_ranks"]).as_string()
 
 
 SEARCH_QUERIES = {(name, plan): compose(name, plan=plan) for name in SEARCHES for plan in PLANS}
@@ -144,31 +168,9 @@ LEXICAL_LISTS = {(name, plan): compose_lexical_list(name, plan) for name in SEAR
 SUMMARY_QUERY = compose_summaries()
 
 
-# A search without a time range (since and until null), as most are: its statements with each
-# time-range test replaced by its value then, so that no plan tests it on every row. A generic
-# plan keeps `%(since)s is null or …` as a filter that it evaluates per row (the bounded plan's
-# dense part of the 5,000-turn conversation took 9.00 against 8.17 ms without it); a custom plan
-# folds it away, but costs its planning on every search.
-_RANGE_TESTS = (
-    (re.compile(r"\s+and \(%\(since\)s::timestamptz is null or [\w.]+ >= %\(since\)s::timestamptz\)"), ""),
-    (re.compile(r"\s+and \(%\(until\)s::timestamptz is null or [\w.]+ < %\(until\)s::timestamptz\)"), ""),
-    (re.compile(re.escape("%(since)s::timestamptz is null and %(until)s::timestamptz is null")), "true"),
-    (re.compile(re.escape("%(since)s::timestamptz is not null or %(until)s::timestamptz is not null")), "false"),
-)
-
-
-def unranged(query: str) -> str:
-    """`query` for a search without a time range: its time-range tests replaced by their value
-    when since and until are null. Refuses a statement that would keep one (a test written
-    another way)."""
-    for pattern, value in _RANGE_TESTS:
-        query = pattern.sub(value, query)
-    if "%(since)s" in query or "%(until)s" in query:
-        raise ValueError(f"a time-range test unranged() does not know: {query}")
-    return query
-
-
 # Every search statement's text without a time range, by its text with one (search.py,
-# `_text`): the statements of a search without one.
-UNRANGED = {query: unranged(query) for query in (*SEARCH_QUERIES.values(), *SEARCH_PARTS.values(),
-                                                 *LEXICAL_LISTS.values(), SUMMARY_QUERY)}
+# `_text`): the statements of a search without one, as most are (`time_range_filter`).
+UNRANGED = {**{SEARCH_QUERIES[(name, plan)]: compose(name, plan=plan, ranged=False) for name, plan in SEARCH_QUERIES},
+            **{SEARCH_PARTS[key]: compose(key[0], plan=key[1], part=key[2], ranged=False) for key in SEARCH_PARTS},
+            **{LEXICAL_LISTS[key]: compose_lexical_list(*key, ranged=False) for key in LEXICAL_LISTS},
+            SUMMARY_QUERY: compose_summaries(ranged=False)}

@@ -47,13 +47,11 @@
 -- user's, created in [since, until). Not materialized: every list reads it through its own
 -- index. Written for a generic plan as well as a custom one (search.py prepares the bounded
 -- plan's): no test depends on a value to pick the index. A search without a time range runs
--- every statement without its time-range tests (`memctx.retrieve.queries.unranged`).
+-- every statement without its time-range tests (`memctx.retrieve.queries.time_range_filter`).
 scope as not materialized (
   select m.*
     from memctx.messages m
-   where m.user_id = %(user_id)s::uuid
-     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
-     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+   where m.user_id = %(user_id)s::uuid {in_range_m}
 )
 
 -- name: search_scope_conversation
@@ -64,9 +62,7 @@ scope as not materialized (
   select m.*
     from memctx.messages m
    where m.user_id = %(user_id)s::uuid
-     and m.conversation_id = %(conversation_id)s::uuid
-     and (%(since)s::timestamptz is null or m.created_at >= %(since)s::timestamptz)
-     and (%(until)s::timestamptz is null or m.created_at < %(until)s::timestamptz)
+     and m.conversation_id = %(conversation_id)s::uuid {in_range_m}
 )
 
 -- name: search_passages_exact
@@ -81,9 +77,7 @@ passages as materialized (
          p.token_count as passage_tokens, 1 - (p.embedding <=> %(query_vec)s::vector) as sim
     from memctx.working_memory_chunks p
    where p.user_id = %(user_id)s::uuid {passage_conversation}
-     and p.message_id is not null and p.embedding is not null
-     and (%(since)s::timestamptz is null or p.created_at >= %(since)s::timestamptz)
-     and (%(until)s::timestamptz is null or p.created_at < %(until)s::timestamptz)
+     and p.message_id is not null and p.embedding is not null {in_range_p}
    order by p.message_id, p.embedding <=> %(query_vec)s::vector, p.part
 )
 
@@ -99,9 +93,7 @@ passages as materialized (
                  p.embedding <=> %(query_vec)s::vector as distance
             from memctx.working_memory_chunks p
            where p.user_id = %(user_id)s::uuid {passage_conversation}
-             and p.message_id is not null and p.embedding is not null
-             and (%(since)s::timestamptz is null or p.created_at >= %(since)s::timestamptz)
-             and (%(until)s::timestamptz is null or p.created_at < %(until)s::timestamptz)
+             and p.message_id is not null and p.embedding is not null {in_range_p}
            order by p.embedding <=> %(query_vec)s::vector
            limit %(k_pool)s) x
    order by x.message_id, x.distance, x.part
@@ -213,9 +205,7 @@ dense_turns as (
 dense_codes as materialized (
   select c.message_id
     from memctx.message_codes c
-   where c.user_id = %(user_id)s::uuid {codes_conversation}
-     and (%(since)s::timestamptz is null or c.created_at >= %(since)s::timestamptz)
-     and (%(until)s::timestamptz is null or c.created_at < %(until)s::timestamptz)
+   where c.user_id = %(user_id)s::uuid {codes_conversation} {in_range_c}
    order by c.bits <~> (select binary_quantize(%(query_vec)s::vector))
    limit %(k_codes)s
 ), dense_pool as (
@@ -347,21 +337,19 @@ stats as (
                  greatest(sum(c.lexeme_count)::float8 / nullif(sum(c.message_count), 0), 1) as avglen
             from memctx.conversations c
            where c.user_id = %(user_id)s::uuid {stats_conversation}) c
-   where %(since)s::timestamptz is null and %(until)s::timestamptz is null
+   where {counters}
   union all
   select %(scope_size)s::float8, greatest(avg(t.len), 1)::float8
     from (select coalesce(m.lexemes, length(m.tsv)) as len from scope m
            order by m.conversation_id desc, m.seq desc limit 1000) t
-  having %(since)s::timestamptz is not null or %(until)s::timestamptz is not null
+  having {sample}
 ), matches as materialized (
   -- from message_terms (migration 0026): the matches' narrow rows, not the messages' own
   select q.term, t.id, t.conversation_id, t.seq, t.len
     from terms q
    cross join lateral (select mt.message_id as id, mt.conversation_id, mt.seq, mt.lexemes as len
                          from memctx.message_terms mt
-                        where mt.user_id = %(user_id)s::uuid {terms_conversation}
-                          and (%(since)s::timestamptz is null or mt.created_at >= %(since)s::timestamptz)
-                          and (%(until)s::timestamptz is null or mt.created_at < %(until)s::timestamptz)
+                        where mt.user_id = %(user_id)s::uuid {terms_conversation} {in_range_mt}
                           and mt.tsv @@ q.q
                         limit case when q.q::text = any({known_common}) then 0 else %(k_match)s + 1 end) t
 ), df as materialized (
@@ -384,9 +372,7 @@ stats as (
                  from terms q join df d on d.term = q.term where not d.common) r
    cross join lateral (select mt.conversation_id, mt.seq, mt.lexemes
                          from memctx.message_terms mt
-                        where mt.user_id = %(user_id)s::uuid {terms_conversation}
-                          and (%(since)s::timestamptz is null or mt.created_at >= %(since)s::timestamptz)
-                          and (%(until)s::timestamptz is null or mt.created_at < %(until)s::timestamptz)
+                        where mt.user_id = %(user_id)s::uuid {terms_conversation} {in_range_mt}
                           and mt.tsv @@ (c.q && r.q)) mt
    where r.q is not null and exists (select 1 from df where df.common)
 ), bm25 as (
