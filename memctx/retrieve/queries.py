@@ -134,7 +134,8 @@ def _lexical_blocks(name: str, plan: str, queries, filters: dict[str, sql.Compos
                     known_common: sql.Composable = NO_KNOWN_COMMON) -> sql.Composed:
     """The blocks of `plan`'s full-text list: the query's terms, then the list."""
     return _join((_block(queries, "search_lexical_terms"),
-                  _block(queries, PLANS[plan][1]).format(**filters, known_common=known_common)), ", ")
+                  _block(queries, PLANS[plan][1]).format(**filters, known_common=known_common,
+                                                         bm25_score=_block(queries, "search_bm25_score"))), ", ")
 
 
 def compose_lexical_list(name: str, plan: str, queries=QUERIES, ranged: bool = True) -> str:

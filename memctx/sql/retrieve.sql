@@ -274,12 +274,20 @@ terms as (
            where numnode(x.q) > 0) d
 )
 
+-- name: search_bm25_score
+-- (Shared expression, `{bm25_score}` of both full-text lists.) A turn's BM25 score: the sum over
+-- the query's terms it matched (`x`: the match and its turn's length in lexemes, `d`: the term's
+-- df, `s`: the scope's size n and mean length), k1 = 1.2, b = 0.75, binary term frequency. Each
+-- term's share is rounded to a multiple of 2^-32, so that the sum is exact in whatever order a
+-- plan adds the shares: every plan ranks turns of equal score alike (by position), where the
+-- last bit of a float sum used to order them.
+sum(round(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * x.len / s.avglen))
+          * 4294967296::float8) / 4294967296::float8) as score
+
 -- name: search_lexical_exact
--- (Shared block.) The full-text list, exact: BM25 with each term's idf and the mean length
--- counted over the whole scope in this query, smoothed over neighbours like the dense list.
--- Each term's share of a turn's score is rounded to a multiple of 2^-32, so that the sum is exact
--- in whatever order a plan adds the shares: every plan ranks turns of equal score alike (by
--- position), where the last bit of a float sum used to order them.
+-- (Shared block.) The full-text list, exact: BM25 (`search_bm25_score`) with each term's idf and
+-- the mean length counted over the whole scope in this query, smoothed over neighbours like the
+-- dense list.
 -- `turns` holds each tsvector detoasted once (`|| ''` builds a copy in memory): a message's row
 -- passes the 2 kB TOAST threshold, so its tsvector is usually stored out of line, and a CTE
 -- keeps the pointer; every length and `@@` per term then fetched it again (24 of a 36 ms search
@@ -292,8 +300,7 @@ turns as materialized (
   select q.term, t.id, length(t.tsv) as len from terms q join turns t on t.tsv @@ q.q
 ), bm25 as (
   select x.id,
-         sum(round(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * x.len / s.avglen))
-                   * 4294967296::float8) / 4294967296::float8) as score
+         {bm25_score}
     from matches x
     join (select term, count(*)::float8 as df from matches group by term) d on d.term = x.term
    cross join stats s
@@ -326,7 +333,7 @@ turns as materialized (
 -- takes part of the conversations: then n is their message_count (`scope_size`, which search.py
 -- reads to choose this block) and the mean length that of the range's 1,000 latest turns. A turn
 -- scores only if it or a neighbour matches, so smoothing spreads each match's score to seq ± 1.
--- A term's share is rounded as in `search_lexical_exact`, so that a list is the same whichever
+-- A term's share is rounded (`search_bm25_score`), so that a list is the same whichever
 -- plan sums it, and whether its common terms are read or known.
 -- `{known_common}`: the terms (as tsquery text) known to be common in this scope, which are not
 -- read at all (df k_match + 1, as if read); an empty array but in `search_lexical_list`, whose
@@ -377,8 +384,7 @@ stats as (
    where r.q is not null and exists (select 1 from df where df.common)
 ), bm25 as (
   select x.conversation_id, x.seq,
-         sum(round(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * x.len / s.avglen))
-                   * 4294967296::float8) / 4294967296::float8) as score
+         {bm25_score}
     from scored x
     join df d on d.term = x.term
    cross join stats s
