@@ -329,12 +329,13 @@ turns as materialized (
 -- lexeme_count, kept by the insert trigger), and a match's position and length from its row of
 -- message_terms (migration 0026: ~350 bytes, where a message's row is ~2.5 kB, so no message row
 -- is read for a match). `{terms_conversation}` narrows them to the conversation searched, as the
--- scope does. A time range
--- takes part of the conversations: then n is their message_count (`scope_size`, which search.py
--- reads to choose this block) and the mean length that of the range's 1,000 latest turns. A turn
--- scores only if it or a neighbour matches, so smoothing spreads each match's score to seq ± 1.
--- A term's share is rounded (`search_bm25_score`), so that a list is the same whichever
--- plan sums it, and whether its common terms are read or known.
+-- scope does, and `{in_range_mt}` to the time range. A time range takes part of the
+-- conversations: then n is their message_count (`scope_size`, which search.py reads to choose
+-- this block) and the mean length that of the range's 1,000 latest turns (`{counters}` and
+-- `{sample}` say which source applies, `time_range_filter`). A turn scores only if it or a
+-- neighbour matches, so smoothing spreads each match's score to seq ± 1. A term's share is
+-- rounded (`search_bm25_score`), so that a list is the same whichever plan sums it, and whether
+-- its common terms are read or known.
 -- `{known_common}`: the terms (as tsquery text) known to be common in this scope, which are not
 -- read at all (df k_match + 1, as if read); an empty array but in `search_lexical_list`, whose
 -- caller remembers each scope's common terms (search.py, `CommonTerms`).
