@@ -6,8 +6,13 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 
+from memctx.app import open_app
+from memctx.assemble.render import session_header
 from memctx.models import NewMessage
 from memctx.retrieve import search_memories
 
@@ -59,3 +64,23 @@ def test_the_said_day_is_in_utc_and_a_message_without_searchable_text_has_no_lex
     assert "'d20230508'" in rows[0]["tsv"] and "'m202305'" in rows[0]["tsv"] and "'m05'" in rows[0]["tsv"]
     assert "'d20230603'" in rows[2]["tsv"] and "'d20230603'" in rows[4]["tsv"] and "night" in rows[4]["tsv"]
     assert rows[5]["text"] == "" and rows[5]["tsv"] == ""
+
+
+def test_a_turn_is_shown_on_the_day_it_is_searched_by_whatever_the_servers_time_zone(admin_url, database_url,
+                                                                                    settings, embedder):
+    """memctx's sessions run in UTC (memctx.db.connect_kwargs): where the server's TimeZone is
+    Tokyo's, the turn said at 23:30 UTC on 3 June, found by "3 June", is shown under 3 June too,
+    not under Tokyo's 4 June."""
+    name = conninfo_to_dict(database_url)["dbname"]
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("alter database {} set timezone = 'Asia/Tokyo'").format(sql.Identifier(name)))
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("show timezone").fetchone()[0] == "Asia/Tokyo"
+    with open_app(settings, embedder=embedder) as app:
+        with app.pool.connection() as conn:
+            assert conn.execute("show timezone").fetchone()["TimeZone"] == "UTC"
+        user = uuid.uuid4()
+        conv = _store(app, user)
+        found = search_memories(app, user, "What did we do at the lake on 3 June, 2023?", conv.id, limit=10)
+        june = next(f for m in found for f in m.fragments if f.external_id == "D2")
+        assert june.time == JUNE and session_header(june) == "[3 June 2023]"
