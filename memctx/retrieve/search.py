@@ -159,7 +159,7 @@ class MemorySearch:
         k_pool = pool_size(opts)
         params = {"user_id": user, "conversation_id": conversation, "query_vec": None, "tsquery": analysis.tsquery,
                   "terms": list(analysis.terms), "since": since, "until": until, "k_dense": opts.k_dense, "k_lexical": opts.k_lexical,
-                  "k_recent": opts.k_recent, "smooth": opts.smooth, "window": max(1 if opts.pair else 0, opts.neighbours),
+                  "k_recent": opts.k_recent, "smooth": opts.smooth, "window": opts.neighbours, "pair": opts.pair,
                   "k_pool": k_pool, "k_match": opts.k_match, "k_codes": max(opts.k_codes, k_pool), "ef_search": min(k_pool, 1000),
                   "max_scan_tuples": opts.max_scan_tuples, "parallel_workers": opts.parallel_workers}
         name = "search_conversation" if conversation else "search_user"

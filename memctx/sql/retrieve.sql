@@ -34,7 +34,8 @@
 --   query_vec  vector   the embedded query
 --   tsquery    text     an OR query of sanitized terms for to_tsquery('english', …); '' = none
 --   since/until         optional created_at range [since, until)
---   k_dense, k_lexical, k_recent, window
+--   k_dense, k_lexical, k_recent
+--   window, pair        the turns read with each hit: ±window either side and, with pair, its partner
 --   past the exact scan: k_pool (turns taken from the HNSW index or the codes), k_match (matches
 --   read per term), k_codes (codes rescored), scope_size (messages in the scope)
 --
@@ -101,26 +102,33 @@ passages as materialized (
 
 -- name: search_hits
 -- (Shared block.) Every candidate message once, with its position and its rank in each signal's
--- list (null = not in it); then the rows of the hits and of their ±window neighbours, read
--- once each where the neighbours are found (never limited to the scope's time range: a hit
--- keeps its pair).
+-- list (null = not in it); then the rows of the hits, of their ±window neighbours and, with
+-- `pair`, of their partners (the turn a pair takes: the reply after a user turn, the user turn
+-- before a reply), read once each where they are found (never limited to the scope's time
+-- range: a hit keeps its pair).
 hits as (
   select c.id, c.conversation_id, c.seq, {ranks}
     from ({candidates}) c
    group by c.id, c.conversation_id, c.seq
 ), wanted as (
   -- one range lookup per hit (`offset 0` keeps the planner from joining a guessed number of
-  -- hits to a scan of the table)
+  -- hits to a scan of the table); without neighbours only the partner's side comes back (the
+  -- other side, which no memory takes, would be over a quarter of a search's rows)
   select distinct on (m.id) m.*
     from hits h
    cross join lateral (
-     select m.id, m.conversation_id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
-            m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
-            1 - (m.embedding <=> %(query_vec)s::vector) as similarity
-       from memctx.messages m
-      where m.conversation_id = h.conversation_id and m.user_id = %(user_id)s::uuid
-        and m.seq between h.seq - %(window)s and h.seq + %(window)s
-     offset 0) m
+     select x.*
+       from (select m.id, m.conversation_id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
+                    m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session,
+                    1 - (m.embedding <=> %(query_vec)s::vector) as similarity,
+                    max(case when m.seq = h.seq then case m.role when 'user' then 1 when 'assistant' then -1 end end)
+                      over () as partner_side
+               from memctx.messages m
+              where m.conversation_id = h.conversation_id and m.user_id = %(user_id)s::uuid
+                and m.seq between h.seq - greatest(%(window)s, %(pair)s::int)
+                              and h.seq + greatest(%(window)s, %(pair)s::int)
+             offset 0) x
+      where abs(x.seq - h.seq) <= %(window)s or (%(pair)s and x.seq = h.seq + x.partner_side)) m
    order by m.id
 )
 

@@ -104,7 +104,7 @@ def _lexical(app, user, query, opts, since=None, until=None, conversation=None):
     analysis = analyze(query, (), None)
     params = {"user_id": user, "conversation_id": conversation, "query_vec": np.zeros(384, dtype=np.float32),
               "tsquery": analysis.tsquery, "terms": list(analysis.terms), "since": since, "until": until,
-              "k_dense": 1, "k_lexical": opts.k_lexical, "k_recent": 0, "window": 0, "smooth": opts.smooth,
+              "k_dense": 1, "k_lexical": opts.k_lexical, "k_recent": 0, "window": 0, "pair": False, "smooth": opts.smooth,
               "k_pool": pool_size(opts), "k_match": opts.k_match, "k_codes": opts.k_codes, "scope_size": 1800,
               "parallel_workers": 0}
     name = "search_user" if conversation is None else "search_conversation"

@@ -31,7 +31,7 @@ CODES = ("select m.seq, c.bits::text as bits, binary_quantize(m.embedding)::text
 
 def _params(user, vec, opts: SearchOptions, scope_size: int):
     return {"user_id": user, "conversation_id": None, "query_vec": vec, "tsquery": "", "terms": [], "since": None,
-            "until": None, "k_dense": opts.k_dense, "k_lexical": opts.k_lexical, "k_recent": 0, "window": 0,
+            "until": None, "k_dense": opts.k_dense, "k_lexical": opts.k_lexical, "k_recent": 0, "window": 0, "pair": False,
             "smooth": opts.smooth, "k_pool": pool_size(opts), "k_match": opts.k_match,
             "k_codes": max(opts.k_codes, pool_size(opts)), "scope_size": scope_size, "parallel_workers": 0}
 

@@ -63,7 +63,7 @@ def _query(rng, centers):
 def _params(user, conv, vec, opts: SearchOptions, terms=(), scope_size=0):
     return {"user_id": user, "conversation_id": conv, "query_vec": vec, "tsquery": " | ".join(terms),
             "terms": list(terms), "since": None, "until": None, "k_dense": opts.k_dense, "k_lexical": opts.k_lexical,
-            "k_recent": 0, "window": 0, "smooth": opts.smooth, "k_pool": pool_size(opts), "k_match": opts.k_match,
+            "k_recent": 0, "window": 0, "pair": False, "smooth": opts.smooth, "k_pool": pool_size(opts), "k_match": opts.k_match,
             "scope_size": scope_size, "ef_search": min(pool_size(opts), 1000), "max_scan_tuples": opts.max_scan_tuples}
 
 

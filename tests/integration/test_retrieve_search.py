@@ -56,6 +56,29 @@ def test_search_finds_the_turn_and_pairs_it(app):
     assert top.similarity is not None and top.provenance.matched_by
 
 
+def test_a_search_reads_its_hits_partners_and_the_turns_either_side_only_with_neighbours(app):
+    """Without neighbours, the turns a search reads are its hits and, to pair, their partners (the
+    reply after a user turn, the user turn before a reply): the turn on the other side would
+    never be shown."""
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    with app.pool.connection() as conn:
+        stored = {r["seq"] for r in conn.execute("select seq from memctx.messages where conversation_id = %s",
+                                                 (conv.id,))}
+    for pair, neighbours in ((True, 0), (False, 0), (True, 1), (False, 1)):
+        opts = SearchOptions(k_dense=2, k_lexical=2, k_recent=0, pair=pair, neighbours=neighbours)
+        engine = MemorySearch(app.pool, app.embedder, opts)
+        for query in ("What breed is Ben's dog?", "Is Ana planning a hiking trip?"):
+            analysis = analyze(query, engine.speakers(user, conv.id))
+            rows = engine.fetch(user, analysis, engine.embed_query(analysis.dense_text), conv.id, None, opts)
+            hits = [r for r in rows if r["is_hit"]]
+            assert {r["role"] for r in hits} >= ({"assistant"} if "dog" in query else {"user"})
+            wanted = {r["seq"] + step for r in hits for step in range(-neighbours, neighbours + 1)}
+            if pair:
+                wanted |= {r["seq"] + (1 if r["role"] == "user" else -1) for r in hits}
+            assert sorted(r["seq"] for r in rows) == sorted(wanted & stored), (pair, neighbours, query)
+
+
 def test_search_is_scoped_to_the_user(app):
     owner, stranger = uuid.uuid4(), uuid.uuid4()
     _store(app, owner)
@@ -192,7 +215,7 @@ def test_filtered_dense_search_returns_full_candidate_count_through_prepared_pat
     for name, conv, plan in (("search_conversation", conv_ids[0], "exact"), ("search_user", None, "exact"),
                              ("search_conversation", conv_ids[0], "bounded")):
         params = {"user_id": target, "conversation_id": conv, "tsquery": "", "terms": [], "since": None,
-                  "until": None, "k_dense": k, "k_lexical": 10, "k_recent": 0, "window": 0, "smooth": 1.0,
+                  "until": None, "k_dense": k, "k_lexical": 10, "k_recent": 0, "window": 0, "pair": False, "smooth": 1.0,
                   "k_match": 5000, "scope_size": 150}
         with app.pool.connection() as conn:
             for i in range(8):  # psycopg prepares after 5 executions
@@ -224,7 +247,7 @@ def test_dense_candidates_are_the_exact_top_k(app):
         exact = {r["id"] for r in sorted(rows, key=lambda r: -r["similarity"])[:30]}
         got = conn.execute(SEARCH_QUERIES[("search_conversation", "exact")], {
             "user_id": user, "conversation_id": conv, "query_vec": vec, "tsquery": "", "terms": [], "since": None,
-            "until": None, "k_dense": 30, "k_lexical": 1, "k_recent": 0, "window": 0, "smooth": 0.0}).fetchall()
+            "until": None, "k_dense": 30, "k_lexical": 1, "k_recent": 0, "window": 0, "pair": False, "smooth": 0.0}).fetchall()
     assert {r["id"] for r in got if r["dense_rank"] is not None} == exact
     assert analyze("").tsquery == ""
 

@@ -27,7 +27,7 @@ def _whole(app, user, conversation, analysis, vec, plan):
     """The rows of the whole statement, as one search ran them before the split."""
     params = {"user_id": user, "conversation_id": conversation, "query_vec": vec, "tsquery": analysis.tsquery,
               "terms": list(analysis.terms), "since": None, "until": None, "k_dense": OPTS.k_dense,
-              "k_lexical": OPTS.k_lexical, "k_recent": OPTS.k_recent, "smooth": OPTS.smooth, "window": 1,
+              "k_lexical": OPTS.k_lexical, "k_recent": OPTS.k_recent, "smooth": OPTS.smooth, "window": OPTS.neighbours, "pair": OPTS.pair,
               "k_pool": pool_size(OPTS), "k_match": OPTS.k_match, "k_codes": max(OPTS.k_codes, pool_size(OPTS)),
               "ef_search": pool_size(OPTS), "max_scan_tuples": OPTS.max_scan_tuples, "parallel_workers": 0,
               "scope_size": 1800 if conversation is None else 600, "plan_cache_mode": "force_custom_plan"}
