@@ -14,13 +14,14 @@ context (`memctx.assemble` does).
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta, timezone
 from functools import partial
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 from uuid import UUID
 
 import numpy as np
@@ -201,7 +202,7 @@ class MemorySearch:
                                          summaries_claim)
             beside = None if conversation or split else _BESIDE.submit(self._summaries_beside, dict(params))
             # One pipeline: the transaction, the search and the next plan inputs in one round trip.
-            with conn.pipeline(), conn.transaction():
+            with _one_round_trip(conn):
                 _search_settings(conn, hnsw, params)
                 query = _text(SEARCH_PARTS[(name, plan, "dense")] if split else SEARCH_QUERIES[(name, plan)], params)
                 rows = conn.execute(_for_user(query, user) if chosen.own else query, params, prepare=True)
@@ -300,10 +301,23 @@ LEXICAL_PLAN = {"plan_cache_mode": "force_generic_plan"}
 def _statement(conn: Connection, hnsw: str | None, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The rows of one search statement, prepared, in its own transaction with the search's
     settings (`_search_settings`), in one round trip."""
-    with conn.pipeline(), conn.transaction():
+    with _one_round_trip(conn):
         _search_settings(conn, hnsw, params)
         rows = conn.execute(_text(query, params), params, prepare=True)
     return rows.fetchall()
+
+
+@contextmanager
+def _one_round_trip(conn: Connection) -> Iterator[None]:
+    """The statements of the block as one transaction in one round trip: queued in a pipeline
+    (psycopg begins the transaction before the first), then COMMIT queued as one more statement.
+    psycopg's `transaction()` waits for the server at its start and its end too: 425 against
+    181 µs for a trivial statement (docs/BENCHMARKS.md, "Scale"). A statement that fails aborts
+    the rest, COMMIT included, and raises at the block's end; the pool's connection then rolls
+    the transaction back when it is returned."""
+    with conn.pipeline():
+        yield
+        conn.execute("commit")
 
 
 def _text(query: str, params: Mapping[str, Any]) -> str:

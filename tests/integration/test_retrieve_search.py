@@ -7,14 +7,16 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
+import psycopg
 import pytest
+from psycopg.pq import TransactionStatus
 
 from memctx.db import make_pool
 from memctx.models import NewMessage
 from memctx.pipeline import catchup
 from memctx.retrieve import MemorySearch, SearchOptions, TermOverlapReranker, search_memories
 from memctx.retrieve.lexical import analyze
-from memctx.retrieve.search import _search_settings
+from memctx.retrieve.search import _one_round_trip, _search_settings
 from memctx.retrieve.queries import SEARCH_QUERIES
 from memctx.retrieve.signals import SIGNALS
 from memctx.sql import QUERIES
@@ -77,6 +79,32 @@ def test_a_search_reads_its_hits_partners_and_the_turns_either_side_only_with_ne
             if pair:
                 wanted |= {r["seq"] + (1 if r["role"] == "user" else -1) for r in hits}
             assert sorted(r["seq"] for r in rows) == sorted(wanted & stored), (pair, neighbours, query)
+
+
+def test_a_search_statement_is_one_transaction_and_one_that_fails_is_rolled_back(app):
+    """A search's statements run as one transaction in one round trip (`_one_round_trip`): its
+    settings last until its COMMIT; a failed statement leaves the transaction to the pool, which
+    rolls it back, and the connection serves the next search."""
+    setting = "select current_setting('plan_cache_mode') as mode"
+    with app.pool.connection() as conn:
+        with _one_round_trip(conn):
+            conn.execute("select set_config('plan_cache_mode', 'force_generic_plan', true)")
+            inside = conn.execute(setting)
+        assert inside.fetchone()["mode"] == "force_generic_plan"
+        assert conn.info.transaction_status == TransactionStatus.IDLE
+        assert conn.execute(setting).fetchone()["mode"] == "auto"
+        conn.rollback()
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            with _one_round_trip(conn):
+                conn.execute("select set_config('plan_cache_mode', 'force_generic_plan', true)")
+                conn.execute("select 1 / 0")
+        assert conn.info.transaction_status == TransactionStatus.INERROR
+    with app.pool.connection() as conn:
+        assert conn.info.transaction_status == TransactionStatus.IDLE
+        assert conn.execute(setting).fetchone()["mode"] == "auto"
+    user = uuid.uuid4()
+    conv = _store(app, user)
+    assert search_memories(app, user, "What breed is Ben's dog?", conv.id, limit=3)
 
 
 def test_search_is_scoped_to_the_user(app):
