@@ -14,10 +14,10 @@ context (`memctx.assemble` does).
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta, timezone
 from functools import partial
@@ -637,7 +637,8 @@ def build_memories(rows: Sequence[Mapping[str, Any]], analysis: QueryAnalysis, o
 def _members(row: Mapping[str, Any], by_seq: Mapping[tuple, Mapping[str, Any]], opts: SearchOptions) -> list[Mapping[str, Any]]:
     """The hit, its pair (user → the reply after it, assistant → the user turn before it) and
     `opts.neighbours` turns either side, in conversation order. `by_seq`: the turns by their
-    conversation id's int and seq."""
+    conversation id's int and seq. Without neighbours a search reads only the pair's side of a
+    hit (retrieve.sql's `search_hits`, `partner_side`): the two must name the same turn."""
     conv, seq = row["conversation_id"].int, row["seq"]
     seqs = {seq}
     if opts.pair:
