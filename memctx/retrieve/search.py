@@ -14,7 +14,6 @@ context (`memctx.assemble` does).
 from __future__ import annotations
 
 import threading
-
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
