@@ -4,7 +4,8 @@ Owns: generating message texts from the LoCoMo dev turns (two turns spliced at a
 boundary, names, numbers and hobby nouns swapped), perturbed LoCoMo questions as queries, the
 pool of distinct texts embedded once with the real embedder and cached outside the repo, the
 long-tailed shape (users, conversations, sessions, dates) with one named heavy user, and the
-bulk load (binary COPY, triggers skipped). It does not build indexes or time anything.
+bulk load (binary COPY, triggers skipped), the messages in the order they would have arrived
+unless asked otherwise (`ORDERS`). It does not build indexes or time anything.
 
 Embedding a million texts on two cores takes hours, so messages are drawn from a pool of
 distinct texts (`--pool`); each draw keeps its text's real embedding plus a small gaussian jitter
@@ -191,11 +192,51 @@ _MESSAGE_COLUMNS = ("conversation_id, user_id, seq, role, content, text, externa
 _MESSAGE_TYPES = ["uuid", "uuid", "int8", "text", "jsonb", "text", "text", "int4", "vector", "timestamptz", "jsonb"]
 
 
-def load(conn: psycopg.Connection, conversations: list[Conversation], pool: list[str], vectors: np.ndarray,
-         log: Callable[[str], None], seed: int = 13) -> None:
-    """COPY the conversations and their messages (triggers must be off on `conn`). The heavy user
-    draws its texts without replacement while the pool lasts; everyone else draws with it."""
+# The orders a load may write the messages in (`load`), which decide the pages a scope's rows lie
+# on: "arrival", every conversation's turns by their created_at across all conversations, as a
+# deployment's inserts lay them in the heap (this shape's timeline has about one session at a
+# time, so a session's turns mostly lie together); "shuffled", each turn among random others, as
+# the heap of a deployment with many sessions at once holds them; "conversation", each
+# conversation's turns together, as a bulk import lays them.
+ORDERS = ("arrival", "shuffled", "conversation")
+
+
+def message_rows(conversations: list[Conversation], pool: list[str], vectors: np.ndarray, tokens: np.ndarray,
+                 order: str = "arrival", seed: int = 13, now: datetime | None = None) -> list[tuple]:
+    """The messages' rows (`_MESSAGE_COLUMNS`) in `order` (`ORDERS`): the same rows whatever the
+    order, their sessions spread until `now` (default: now). The heavy user draws its texts without
+    replacement while the pool lasts; everyone else draws with it."""
+    if order not in ORDERS:
+        raise ValueError(f"unknown order {order!r}: one of {', '.join(ORDERS)}")
+    now = now or datetime.now(timezone.utc)
     rng = np.random.default_rng(seed)
+    heavy = rng.permutation(len(pool))
+    done, rows = 0, []
+    for c in conversations:
+        if c.user_id == HEAVY_USER:
+            picks = heavy[np.arange(done, done + c.length) % len(pool)]
+        else:
+            picks = rng.integers(len(pool), size=c.length)
+        jittered = vectors[picks] + rng.normal(0, JITTER, (c.length, vectors.shape[1])).astype(np.float32)
+        jittered /= np.linalg.norm(jittered, axis=1, keepdims=True)
+        for seq, (i, vector, (at, session, turn)) in enumerate(zip(picks, jittered, _timeline(c, rng, now)), start=1):
+            role = "user" if seq % 2 else "assistant"
+            text = pool[i]
+            rows.append((c.id, c.user_id, seq, role, Jsonb([{"type": "text", "text": text}]), text,
+                         f"D{session}:{turn}", int(tokens[i]), vector, at,
+                         Jsonb({"speaker": c.speakers[seq % 2 == 0], "session": session})))
+        done += c.length
+    if order == "arrival":
+        rows.sort(key=lambda row: row[9])  # stable: a conversation's turns keep their seq order
+    elif order == "shuffled":
+        rows = [rows[i] for i in rng.permutation(len(rows))]
+    return rows
+
+
+def load(conn: psycopg.Connection, conversations: list[Conversation], pool: list[str], vectors: np.ndarray,
+         log: Callable[[str], None], seed: int = 13, order: str = "arrival") -> None:
+    """COPY the conversations and their messages (triggers must be off on `conn`), the messages in
+    `order` (`ORDERS`)."""
     tokens = np.array(TiktokenCounter().count_many(pool), dtype=np.int32)
     with conn.cursor().copy("copy memctx.conversations (id, user_id, external_id, title, metadata, message_count, "
                             "last_seq, created_at, last_message_at) from stdin (format binary)") as copy:
@@ -204,33 +245,22 @@ def load(conn: psycopg.Connection, conversations: list[Conversation], pool: list
             copy.write_row((c.id, c.user_id, c.external_id, f"{c.speakers[0]} & {c.speakers[1]}",
                             Jsonb({"source": "scale-realistic", "speaker_a": c.speakers[0],
                                    "speaker_b": c.speakers[1]}), c.length, c.length, c.start, c.start))
-    heavy = rng.permutation(len(pool))
-    done, began = 0, time.perf_counter()
+    rows = message_rows(conversations, pool, vectors, tokens, order, seed)
+    log(f"{len(rows)} messages made, written in {order} order")
+    began = time.perf_counter()
     with conn.cursor().copy(f"copy memctx.messages ({_MESSAGE_COLUMNS}) from stdin (format binary)") as copy:
         copy.set_types(_MESSAGE_TYPES)
-        for c in conversations:
-            if c.user_id == HEAVY_USER:
-                picks = heavy[np.arange(done, done + c.length) % len(pool)]
-            else:
-                picks = rng.integers(len(pool), size=c.length)
-            jittered = vectors[picks] + rng.normal(0, JITTER, (c.length, vectors.shape[1])).astype(np.float32)
-            jittered /= np.linalg.norm(jittered, axis=1, keepdims=True)
-            for seq, (i, vector, (at, session, turn)) in enumerate(zip(picks, jittered, _timeline(c, rng)), start=1):
-                role = "user" if seq % 2 else "assistant"
-                text = pool[i]
-                copy.write_row((c.id, c.user_id, seq, role, Jsonb([{"type": "text", "text": text}]), text,
-                                f"D{session}:{turn}", int(tokens[i]), vector, at,
-                                Jsonb({"speaker": c.speakers[seq % 2 == 0], "session": session})))
-            done += c.length
-            if done // 100_000 != (done - c.length) // 100_000:
+        for done, row in enumerate(rows, start=1):
+            copy.write_row(row)
+            if done % 100_000 == 0:
                 log(f"loaded {done} messages ({done / (time.perf_counter() - began):.0f}/s)")
 
 
-def _timeline(c: Conversation, rng: np.random.Generator) -> Iterator[tuple[datetime, int, int]]:
+def _timeline(c: Conversation, rng: np.random.Generator, now: datetime) -> Iterator[tuple[datetime, int, int]]:
     """(created_at, session, turn in session): sessions of ~20 turns spread evenly from the
-    conversation's start to now, turns 10–90 s apart within a session."""
+    conversation's start to `now`, turns 10–90 s apart within a session."""
     sessions = max(1, round(c.length / 20))
-    gap = (datetime.now(timezone.utc) - c.start) / (sessions + 1)
+    gap = (now - c.start) / (sessions + 1)
     at, current, turn = c.start, 0, 0
     for i in range(c.length):
         session = 1 + i * sessions // c.length

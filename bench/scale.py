@@ -20,6 +20,11 @@ Two shapes:
   are perturbed LoCoMo questions. The headline keys then time the heavy user: its long
   conversation (search_conversation, get_working_context_2000) and its whole history
   (search_user, get_working_context_user_2000); `ordinary_*` time 200 other conversations.
+  The messages are written in the order they would have arrived, every conversation's turns
+  among those of the others by their time, as a deployment's inserts lay them in the heap;
+  `--order shuffled` writes each turn among random others, as a deployment with many sessions at
+  once would, and `--order conversation` each conversation's turns together, as a bulk import
+  does (the report's `longest_conversation` counts the pages its rows lie on).
 
     python bench/scale.py --messages 1000000      # ~15 min of HNSW build on 2 cores
     python bench/scale.py --messages 100000 --json
@@ -176,7 +181,7 @@ def fill_realistic(args, embedder, log):
 
     def fill(conn: psycopg.Connection) -> None:
         db.configure_connection(conn)
-        realistic.load(conn, conversations, pool, vectors, log)
+        realistic.load(conn, conversations, pool, vectors, log, order=args.order)
     return fill
 
 
@@ -208,10 +213,15 @@ def user_indexes(url: str) -> dict:
 
 
 def sizes(conn: psycopg.Connection) -> dict:
-    """Database and messages-table bytes, and bytes per message of the heap (with TOAST) and each index."""
+    """Database and messages-table bytes, bytes per message of the heap (with TOAST) and each index,
+    and the heap pages holding the longest conversation's rows."""
     row = conn.execute("select pg_database_size(current_database()), pg_total_relation_size('memctx.messages'), "
                        "pg_table_size('memctx.messages'), (select count(*) from memctx.messages)").fetchone()
     rows = max(1, row[3])
+    # how the heap holds the longest conversation: its rows and the pages they are on (`--order`)
+    longest = conn.execute("select count(*), count(distinct (m.ctid::text::point)[0]) from memctx.messages m "
+                           "where m.conversation_id = (select id from memctx.conversations "
+                           "order by message_count desc limit 1)").fetchone()
     indexes = {name.removeprefix("memctx."): b for name, b in conn.execute(
         "select indexrelid::regclass::text, pg_relation_size(indexrelid) from pg_index "
         "where indrelid = 'memctx.messages'::regclass order by 1")}
@@ -219,6 +229,7 @@ def sizes(conn: psycopg.Connection) -> dict:
             for table in SIDE_TABLES}
     return {"database_bytes": row[0], "messages_table_bytes": row[1], "rows": row[3],
             "hnsw_bytes": indexes.get("messages_embedding_hnsw"),
+            "longest_conversation": {"rows": longest[0], "heap_pages": longest[1]},
             "bytes_per_row": {"heap_and_toast": round(row[2] / rows), "total": round(row[1] / rows),
                               **{name: round(b / rows) for name, b in indexes.items()},
                               **{f"{name} (table and indexes)": round(b / rows) for name, b in side.items()}}}
@@ -296,6 +307,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     realistic_args.add_argument("--cache", type=Path, default=Path.home() / ".cache/memctx-bench")
     realistic_args.add_argument("--heavy-messages", type=int, default=100_000)
     realistic_args.add_argument("--long-conversation", type=int, default=5_000)
+    realistic_args.add_argument("--order", choices=realistic.ORDERS, default="arrival",
+                                help="the messages' order in the heap: as they would have arrived (turns of "
+                                     "all conversations by their time), each among random others (many "
+                                     "sessions at once), or each conversation's together (a bulk import)")
     parser.add_argument("--hnsw", choices=("after", "before"), default="after",
                         help="build the HNSW index after the load, or keep it during the load")
     parser.add_argument("--maintenance-work-mem", default="1GB", help="for the HNSW build")
@@ -340,7 +355,8 @@ def main() -> None:
     load_before = os.getloadavg()
     results = measure(url, users, args.queries, np.random.default_rng(1), args.shape, args.source)
     report = {"shape": args.shape, "messages": loaded["rows"], **({"users": len(users), "conversations": len(users) * convs,
-              "messages_per_conversation": per} if args.shape == "uniform" else {"pool": args.pool}),
+              "messages_per_conversation": per} if args.shape == "uniform" else
+              {"pool": args.pool, "order": None if args.reuse else args.order}),
               **loaded, "latency": results,
               "load_average": {"before": [round(x, 2) for x in load_before],
                                "after": [round(x, 2) for x in os.getloadavg()]},
