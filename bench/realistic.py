@@ -203,9 +203,9 @@ ORDERS = ("arrival", "shuffled", "conversation")
 
 def message_rows(conversations: list[Conversation], pool: list[str], vectors: np.ndarray, tokens: np.ndarray,
                  order: str = "arrival", seed: int = 13, now: datetime | None = None) -> list[tuple]:
-    """The messages' rows (`_MESSAGE_COLUMNS`) in `order` (`ORDERS`): the same rows whatever the
-    order, their sessions spread until `now` (default: now). The heavy user draws its texts without
-    replacement while the pool lasts; everyone else draws with it."""
+    """The messages' rows (`_MESSAGE_COLUMNS`) in `order` (`ORDERS`), all of them in memory: the
+    same rows whatever the order, their sessions spread until `now` (default: now). The heavy user
+    draws its texts without replacement while the pool lasts; everyone else draws with it."""
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}: one of {', '.join(ORDERS)}")
     now = now or datetime.now(timezone.utc)

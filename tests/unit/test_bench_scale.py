@@ -1,6 +1,8 @@
 """The scale benches' command lines: bench/scale.py's arguments that leave nothing to time are
 refused up front, with a message that says which flag to change, instead of failing after minutes
-of loading; bench/scale_ab.py's `--calls` times only the calls named and refuses a misspelt one."""
+of loading; bench/scale_ab.py's `--calls` times only the calls named and refuses a misspelt one.
+And bench/realistic.py's rows, the same whatever the order they are loaded in (`--order`): as
+they would have arrived, among random others, or a conversation at a time."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -83,7 +86,6 @@ def realistic():
 
 
 def _rows(realistic, *orders):
-    import numpy as np
     conversations = realistic.shape(3_000, 40, 3, heavy_messages=1_000, long_conversation=300)
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(50, 8)).astype(np.float32)
