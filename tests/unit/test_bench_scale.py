@@ -19,6 +19,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 def _load(name: str):
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a module's dataclasses look it up there
     spec.loader.exec_module(module)
     return module
 
@@ -78,11 +79,7 @@ def test_an_unknown_call_is_refused(scale_ab, capsys):
 
 @pytest.fixture(scope="module")
 def realistic():
-    spec = importlib.util.spec_from_file_location("bench_realistic", BENCH / "realistic.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return _load("realistic")
 
 
 def _rows(realistic, *orders):
