@@ -5,9 +5,9 @@
 #
 # A second run skips what has nothing to do, and says so: pip, while pyproject.toml, the pins
 # (constraints.txt) and this script are unchanged since .venv was installed (the key is their
-# SHA-256, kept in
-# .venv/.memctx-installed; delete it to reinstall); the doctor's disassembly of the Postgres
-# binaries, while their bytes are unchanged (memctx doctor keeps that cache beside the data).
+# SHA-256, kept in .venv/.memctx-installed; delete it to reinstall); the doctor's disassembly of
+# the Postgres binaries, while their bytes are unchanged (memctx doctor keeps that cache beside
+# the data).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
