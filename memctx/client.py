@@ -210,10 +210,8 @@ def _conversation(app: App, user: UUID, name: ConversationRef, *, create: bool =
 
 def _stored_query(app: App, user: UUID, conversation: UUID, message: str) -> Message | None:
     """The conversation's last message when it is this user message, stored before asking."""
-    last = app.store.last_messages(user, conversation, 1)
-    if last and last[-1].role == "user" and last[-1].text == message.strip():
-        return last[-1]
-    return None
+    last = app.store.last_message(user, conversation)
+    return last if last is not None and last.role == "user" and last.text == message.strip() else None
 
 
 def _new_message(message: Mapping[str, Any] | NewMessage, index: int) -> NewMessage:
