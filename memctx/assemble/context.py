@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -25,9 +26,9 @@ from psycopg_pool import ConnectionPool
 from memctx.assemble.budget import MIN_MESSAGE_TOKENS, BudgetTooSmall, CachedCounter, shares
 from memctx.assemble.corrections import (Correction, Statement, replaced_note, shares_slot, superseded,
                                          turn_sentences)
-from memctx.assemble.current import Compressor, CurrentItems, fit_current
+from memctx.assemble.current import Compressor, CurrentItems, fit_current, turn_tokens
 from memctx.assemble.memories import Lines, MemorySection, fill_memories, more_memories
-from memctx.assemble.render import external_block, external_section
+from memctx.assemble.render import chat_turn, external_block, external_section
 from memctx.assemble.repeats import keys, memories_once
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.frozen import frozen_new
@@ -87,9 +88,12 @@ class ContextAssembler:
     def get_working_context(self, user: UUID, conversation: UUID, query: str, token_budget: int, *,
                             system_prompt: str | None = None, status_quo: bool | None = None,
                             search_options: SearchOptions | None = None,
-                            options: ContextOptions | None = None, now: datetime | None = None) -> WorkingContext:
+                            options: ContextOptions | None = None, now: datetime | None = None,
+                            stored_query: UUID | None = None) -> WorkingContext:
         """The working context for `query`; `now` (the moment it is asked) resolves the query's
-        relative dates, and without it they are searched as words."""
+        relative dates, and without it they are searched as words. `stored_query` is the id of the
+        conversation's last message when it is the query itself, stored before asking: the context
+        is then the one asked before it was stored (the query once, at the end; never a memory)."""
         opts = options or self.options
         started = time.perf_counter()
         system = {"role": "system", "content": system_prompt if system_prompt is not None else opts.system_prompt}
@@ -98,21 +102,23 @@ class ContextAssembler:
         if fixed > token_budget:
             raise BudgetTooSmall(f"the system prompt and the query take {fixed} tokens, over the budget of {token_budget}")
         use_status_quo = (not opts.enabled) if status_quo is None else status_quo
+        unstored = _Unstored(stored_query, message_tokens(self.counter, "user", query)) if stored_query else None
         if use_status_quo:
-            return self._status_quo(user, conversation, system, ask, token_budget, fixed, opts, started)
-        return self._assemble(user, conversation, system, ask, token_budget, fixed, opts, search_options, started, now)
+            return self._status_quo(user, conversation, system, ask, token_budget, fixed, opts, started, unstored)
+        return self._assemble(user, conversation, system, ask, token_budget, fixed, opts, search_options, started, now,
+                              unstored)
 
     # The memctx path ---------------------------------------------------------------------------
     def _assemble(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
                   opts: ContextOptions, search_options: SearchOptions | None, started: float,
-                  now: datetime | None = None) -> WorkingContext:
+                  now: datetime | None = None, unstored: "_Unstored | None" = None) -> WorkingContext:
         timings: dict[str, float] = {}
         available = budget - fixed
         current_share, memory_share = shares(available, opts.current_share)
-        searching = self._start_search(user, conversation, ask, opts, memory_share, search_options, now)
+        searching = self._start_search(user, conversation, ask, opts, memory_share, search_options, now, unstored)
         # Every turn is read when the whole history may fit the budget: then it is what the
         # client would have sent, the measure no context may pass.
-        rows = self._current_rows(user, conversation, opts.recent_turns, history_tokens=available)
+        rows = self._current_rows(user, conversation, opts.recent_turns, history_tokens=available, unstored=unstored)
         timings["current_sql"] = _ms(started)
         history = whole_history(rows)
         history_tokens = 0 if history is None else sum(
@@ -157,7 +163,7 @@ class ContextAssembler:
                               external=draft.report)
 
     def _start_search(self, user: UUID, conversation: UUID, ask: dict, opts: ContextOptions, memory_share: int,
-                      search_options: SearchOptions | None, now: datetime | None
+                      search_options: SearchOptions | None, now: datetime | None, unstored: "_Unstored | None" = None
                       ) -> "Future[tuple[list[Memory], float]]":
         """The memory search, started in the background. It needs nothing of the current context:
         it runs beside the current context's query and fitting (onnxruntime, an embeddings
@@ -168,7 +174,7 @@ class ContextAssembler:
         sopts = replace(base, limit=opts.memory_candidates, k_dense=k, k_lexical=min(base.k_lexical, k),
                         pair_rank=pair_rank(base.pair_rank, memory_share))
         return _SEARCHES.submit(self._search, user, conversation if opts.scope == "conversation" else None,
-                                ask["content"], sopts, now)
+                                ask["content"], sopts, now, unstored.id if unstored else None)
 
     def _add_external(self, draft: "_Draft", user: UUID, conversation: UUID, ask: dict, available: int,
                       opts: ContextOptions, memories: Sequence[Memory]) -> None:
@@ -341,21 +347,29 @@ class ContextAssembler:
         return items, cuts, messages, sum(message_tokens(self.counter, m["role"], m["content"]) for m in messages)
 
     def _search(self, user: UUID, conversation: UUID | None, query: str, options: SearchOptions,
-                now: datetime | None = None) -> tuple[list[Memory], float]:
-        """The memories for `query` and the milliseconds their search took."""
+                now: datetime | None = None, without: UUID | None = None) -> tuple[list[Memory], float]:
+        """The memories for `query` (none of them the message `without`) and the milliseconds their
+        search took."""
         started = time.perf_counter()
-        return self.search.search(user, query, conversation, options=options, now=now), _ms(started)
+        memories = self.search.search(user, query, conversation, options=options, now=now)
+        return (without_message(memories, without) if without else memories), _ms(started)
 
-    def _current_rows(self, user: UUID, conversation: UUID, recent: int, *,
-                      history_tokens: int = 0) -> list[dict[str, Any]]:
+    def _current_rows(self, user: UUID, conversation: UUID, recent: int, *, history_tokens: int = 0,
+                      unstored: "_Unstored | None" = None) -> list[dict[str, Any]]:
         """The current context's rows: the last `recent` turns, or every turn when the whole
-        history may cost at most `history_tokens` as chat messages."""
+        history may cost at most `history_tokens` as chat messages. With `unstored`, the rows as
+        they were before that last message was stored: read with room for it, then left out."""
+        extra = (1, unstored.tokens) if unstored else (0, 0)
         with self.pool.connection() as conn:
             rows = conn.execute(QUERIES["current_context"], {
-                "user_id": user, "conversation_id": conversation, "recent_limit": recent,
-                "history_limit": history_tokens // MIN_MESSAGE_TOKENS, "history_tokens": history_tokens}).fetchall()
+                "user_id": user, "conversation_id": conversation, "recent_limit": recent + extra[0],
+                "history_limit": history_tokens // MIN_MESSAGE_TOKENS + extra[0],
+                "history_tokens": history_tokens + extra[1]}).fetchall()
         if not any(r["kind"] == "conversation" for r in rows):
             raise UnknownConversation(conversation)
+        if unstored and any(r["kind"] == "message" and r["id"] == unstored.id for r in rows):
+            rows = [r if r["kind"] != "conversation" else {**r, "message_count": r["message_count"] - 1}
+                    for r in rows if not (r["kind"] == "message" and r["id"] == unstored.id)]
         return rows
 
     def _external(self, report: SearchReport, budget: int
@@ -390,19 +404,19 @@ class ContextAssembler:
 
     # The status quo ----------------------------------------------------------------------------
     def _status_quo(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
-                    opts: ContextOptions, started: float) -> WorkingContext:
+                    opts: ContextOptions, started: float, unstored: "_Unstored | None" = None) -> WorkingContext:
         """The last N raw messages that fit, nothing else (seed 002's comparison arm)."""
-        rows = self._current_rows(user, conversation, opts.status_quo_messages)
+        rows = self._current_rows(user, conversation, opts.status_quo_messages, unstored=unstored)
         turns = sorted((r for r in rows if r["kind"] == "message"), key=lambda r: r["last_seq"])
         kept: list[Mapping[str, Any]] = []
         used = fixed
         for t in reversed(turns):
-            cost = message_tokens(self.counter, _chat_role(t["role"]), t["content"])
+            cost = turn_tokens(self.counter, t)
             if used + cost > budget:
                 break
             kept.insert(0, t)
             used += cost
-        messages = [system, *({"role": _chat_role(t["role"]), "content": t["content"]} for t in kept), ask]
+        messages = [system, *(chat_turn(t["role"], t["content"]) for t in kept), ask]
         sources = [Source(kind="message", id=t["id"], section="current", external_id=t["external_id"],
                           conversation_id=conversation, seq=t["last_seq"]) for t in kept]
         cuts = [Cut("dropped", "current", "message", tuple(str(t["id"]) for t in turns[:len(turns) - len(kept)]),
@@ -474,6 +488,28 @@ class _Draft:
 
 
 @dataclass(frozen=True)
+class _Unstored:
+    """The query's own message, stored before the context was asked for, and its tokens as a chat
+    message: the context leaves it out of the history and the memories."""
+
+    id: UUID
+    tokens: int
+
+
+def without_message(memories: Sequence[Memory], message: UUID) -> list[Memory]:
+    """The memories less one message: a memory whose hit it is goes (its partner turn came only with
+    it), and elsewhere it leaves the memory's fragments."""
+    out: list[Memory] = []
+    for memory in memories:
+        if memory.id == message:
+            continue
+        if any(f.id == message for f in memory.fragments):
+            memory = replace(memory, fragments=tuple(f for f in memory.fragments if f.id != message))
+        out.append(memory)
+    return out
+
+
+@dataclass(frozen=True)
 class History:
     """Every turn of a conversation, oldest first, and the same as chat messages."""
 
@@ -487,7 +523,7 @@ def whole_history(rows: Sequence[Mapping[str, Any]]) -> History | None:
     turns = sorted((r for r in rows if r["kind"] == "message"), key=lambda r: r["last_seq"])
     if len(turns) < count:
         return None
-    return History(turns, [{"role": _chat_role(t["role"]), "content": t["content"]} for t in turns])
+    return History(turns, [chat_turn(t["role"], t["content"]) for t in turns])
 
 
 def _id_int(text: str) -> int | str:
@@ -516,10 +552,6 @@ def said_already(memories: Sequence[Memory], said: set[str]) -> set[UUID]:
             if ks and ks <= said:
                 out.add(fragment.id)
     return out
-
-
-def _chat_role(role: str) -> str:
-    return role if role in ("user", "assistant") else "user"
 
 
 def _ms(since: float) -> float:
@@ -551,9 +583,15 @@ def extractive_compressor(counter: TokenCounter, cache_size: int = 1_024) -> Com
 
 def get_working_context(app: Any, conversation: UUID, query: str, token_budget: int, *, user: UUID | None = None,
                         system_prompt: str | None = None, status_quo: bool | None = None) -> WorkingContext:
-    """The working context with the app's settings (see `ContextAssembler.get_working_context`)."""
+    """The working context with the app's settings (see `ContextAssembler.get_working_context`).
+    A chat handler's front door is `memctx.connect(...).context(...)`, which takes the user and
+    every option explicitly."""
     from memctx.store import DEFAULT_USER
 
+    if user is None:
+        warnings.warn("get_working_context without user= reads the shared local user's conversations; pass "
+                      "user= (memctx.LOCAL_USER is that user), or use memctx.connect(...).context(message, "
+                      "user=..., conversation=...)", DeprecationWarning, stacklevel=2)
     assembler = assembler_for(app)
     return assembler.get_working_context(user or DEFAULT_USER, conversation, query, token_budget,
                                          system_prompt=system_prompt, status_quo=status_quo)

@@ -14,7 +14,7 @@ from typing import Any
 from uuid import UUID
 
 from memctx.assemble.corrections import Correction, Statement, corrections_of, summary_statements
-from memctx.assemble.render import current_section
+from memctx.assemble.render import chat_turn, current_section
 from memctx.assemble.repeats import strip_said
 from memctx.assemble.types import Cut, Source
 from memctx.summarize.types import BoardItem
@@ -111,8 +111,7 @@ class CurrentItems:
             self.master["content"] if self.master else None, [s["content"] for s in self.summaries],
             self.board["content"] if self.board else None, self.facts, self.constraints, self.compressed)
         out = [{"role": "system", "content": text}] if text else []
-        return out + [{"role": t["role"] if t["role"] in ("user", "assistant") else "user", "content": t["content"]}
-                      for t in self.turns]
+        return out + [chat_turn(t["role"], t["content"]) for t in self.turns]
 
     def cost(self, counter: TokenCounter) -> int:
         """Exact tokens of the section's messages."""
@@ -125,7 +124,7 @@ class CurrentItems:
         lines = [self.master["content"] if self.master else "", self.board["content"] if self.board else "",
                  self.compressed or "", *(s["content"] for s in self.summaries), *self.facts, *self.constraints]
         text_tokens = sum(_line_estimate(counter, line) for line in lines) + 16  # headers
-        return text_tokens + sum(message_tokens(counter, t["role"], t["content"]) for t in self.turns)
+        return text_tokens + sum(turn_tokens(counter, t) for t in self.turns)
 
     def sources(self, conversation: UUID) -> list[Source]:
         out: list[Source] = []
@@ -142,6 +141,12 @@ class CurrentItems:
         out += [Source(kind="message", id=t["id"], section="current", external_id=t["external_id"],
                        conversation_id=conversation, seq=t["last_seq"]) for t in self.turns]
         return out
+
+
+def turn_tokens(counter: TokenCounter, turn: Mapping[str, Any]) -> int:
+    """A stored turn's tokens as the chat message the context shows (`chat_turn`)."""
+    message = chat_turn(turn["role"], turn["content"])
+    return message_tokens(counter, message["role"], message["content"])
 
 
 def _line_estimate(counter: TokenCounter, line: str) -> int:
@@ -218,7 +223,7 @@ def merge_cuts(cuts: Sequence[Cut]) -> list[Cut]:
 def _compress_older_half(items: CurrentItems, share: int, counter: TokenCounter, compress: Compressor) -> list[Cut]:
     half = len(items.turns) // 2
     older, items.turns = items.turns[:half], items.turns[half:]
-    older_tokens = sum(message_tokens(counter, t["role"], t["content"]) for t in older)
+    older_tokens = sum(turn_tokens(counter, t) for t in older)
     text = compress(older, max(16, min(older_tokens // 2, share // 4)))
     ids = tuple(str(t["id"]) for t in older)
     if not text:
@@ -275,5 +280,5 @@ def _drop_lowest(items: CurrentItems, counter: TokenCounter) -> tuple[Cut, int] 
 
 def _drop_turn(items: CurrentItems, counter: TokenCounter) -> tuple[Cut, int]:
     t = items.turns.pop(0)
-    tokens = message_tokens(counter, t["role"], t["content"])
+    tokens = turn_tokens(counter, t)
     return Cut("dropped", "current", "message", (str(t["id"]),), "oldest recent turns over the share", tokens), tokens

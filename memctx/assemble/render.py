@@ -28,6 +28,19 @@ EXCERPT = "…"  # around the passage of a long message shown as an excerpt
 UNDATED = "[undated]"
 
 
+def chat_turn(role: str, text: str) -> dict[str, str]:
+    """A stored turn as a chat message of the context. Users, assistants and system prompts keep
+    their roles; a tool's result is not something the user said, so it reads as one, in the user
+    role the chat format leaves it ("[tool result: …]", beside the assistant's "[tool call …]": a
+    `tool` message needs the call's id and the assistant's structured call, which the context does
+    not carry); other roles (agent, observer) speak as the user."""
+    if role in ("user", "assistant", "system"):
+        return {"role": role, "content": text}
+    if role == "tool":
+        return {"role": "user", "content": f"[tool result: {text}]"}
+    return {"role": "user", "content": text}
+
+
 def format_date(moment: datetime | None) -> str:
     return format_day(moment) if moment else ""
 

@@ -21,8 +21,8 @@ from rich.table import Table
 
 from memctx import db, doors
 from memctx.app import NotReady, open_app, prepare_database
-from memctx.assemble import get_working_context
 from memctx.cli import context, doctor, pipeline, search
+from memctx.client import Memctx
 from memctx.cli.common import (BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, parse_uuid,
                                user_id)
 from memctx.config import Settings
@@ -121,16 +121,20 @@ def ingest_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False, hel
 
 
 DEMO_QUESTION = "What should I keep in mind when booking Tomás's birthday dinner?"
+# The demo's history is ~560 tokens: at 450 it does not fit, so memctx chooses what to send (memories
+# by relevance, quotes shortened to what the rest does not say, the last turn) and says why.
+DEMO_BUDGET = 450
 
 
 @app.command()
 def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file"),
          question: str = typer.Option(DEMO_QUESTION, help="the new message to build a context for"),
-         budget: int = typer.Option(1000, min=64, help="token budget of the working context")) -> None:
+         budget: int = typer.Option(DEMO_BUDGET, min=64, help="token budget of the working context")) -> None:
     """Run memctx end to end on a demo conversation, and show what it built.
 
-    Starts the database, migrates, ingests the demo conversation and summarizes it, then
-    shows what was stored and the working context memctx builds for a new message."""
+    Starts the database, migrates, ingests the demo conversations and summarizes them as the worker
+    would, then shows what was stored and the working context a chat handler gets for a new message
+    (`memctx.connect_embedded().context(...)`), with why each line is in it."""
     settings = _settings()
     applied = prepare_database(settings)
     err.print(f"database: {escape(db.database_url(settings))}  (migrations applied now: {len(applied)})",
@@ -139,10 +143,11 @@ def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file"),
         results = _ingest_with_progress(memctx_app, path, "jsonl", DEFAULT_USER)
         for result in results:
             print(json.dumps(result.as_json()))
-        for result in results:
-            catch_up(memctx_app, DEFAULT_USER, result.conversation_id)
+        for result in results:  # as the worker does once a conversation is idle: the board's tail too
+            catch_up(memctx_app, DEFAULT_USER, result.conversation_id, force_board=True)
         _print_stored(memctx_app, DEFAULT_USER)
-        wc = get_working_context(memctx_app, results[0].conversation_id, question, budget, user=DEFAULT_USER)
+        wc = Memctx(memctx_app).context(question, user=DEFAULT_USER, conversation=results[0].conversation_id,
+                                        budget=budget)
     _print_context(wc)
 
 
@@ -166,9 +171,11 @@ def _print_stored(memctx_app, user: UUID) -> None:
         out.print(chain)
         board = get_board(memctx_app, user, conv["id"])
         if board is not None:
-            out.print(f"[bold]board[/bold]: facts {len(board.key_facts)}, "
-                      + escape(f"constraints {board.constraints}, action items {board.action_items}, "
-                               f"pending questions {board.pending_questions}"), highlight=False)
+            out.print(f"[bold]summary board[/bold] (messages 1–{board.last_seq})", highlight=False)
+            for section in ("key_facts", "constraints", "action_items", "pending_questions"):
+                lines = board.texts(section)
+                out.print(f"  {section.replace('_', ' ')}: " + ("; ".join(escape(t) for t in lines) if lines else "–"),
+                          highlight=False)
 
 
 def _print_context(wc) -> None:
@@ -183,11 +190,26 @@ def _print_context(wc) -> None:
         row = source.as_json()
         covered = f"{row['first_seq']}–{row['last_seq']}" if row.get("first_seq") is not None else str(row.get("seq", ""))
         table.add_row(row.get("section", ""), row["kind"], escape(str(row.get("external_id") or "")), covered,
-                      escape(str(row.get("detail") or "")))
+                      escape(why(source)))
     out.print(table)
     for cut in wc.cuts:
         out.print(escape(f"{cut.action}: {len(cut.ids)} {cut.kind} item(s) of {cut.section}, {cut.tokens} tokens — "
                          f"{cut.reason}"), highlight=False)
+
+
+def why(source) -> str:
+    """Why a line is in the context, in words, from its source."""
+    detail = source.detail or ""
+    if source.section == "memories":
+        if source.kind != "message":
+            return "a summary memory search found for the question"
+        said = "search hit for the question" if detail.startswith("hit") else "the turn paired with a hit"
+        return said + (", as its relevant passage" if detail.endswith("excerpt") else "")
+    if source.section == "external":
+        return f"web result: {detail}"
+    return {"master": "the master summary of the whole conversation", "board": "the summary board's facts and constraints",
+            "compressed": "older recent turns, compressed"}.get(
+        detail, f"a {detail} summary of older turns" if detail.startswith("level") else "a recent turn, as it was said")
 
 
 def _clip(text: str, width: int) -> str:

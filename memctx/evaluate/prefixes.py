@@ -22,6 +22,7 @@ from uuid import UUID
 
 from memctx.tokens import message_tokens, messages_tokens
 from memctx.assemble.context import ContextAssembler, assembler_for
+from memctx.assemble.render import chat_turn
 from memctx.assemble.repeats import sentence_tally
 from memctx.evaluate.run import mean_of
 from memctx.evaluate.locomo import POOLED_CATEGORIES, Question, evidence_found, load_questions
@@ -92,8 +93,8 @@ def run_prefixes(app: Any, path: Path, budgets: Sequence[int], prefixes: Sequenc
         history = app.store.list_messages(user, cid)
         texts = {m.external_id: m.text for m in history if m.external_id}
         gold = Gold.of(observations.get(sample, []), texts)
-        turns = sum(message_tokens(app.counter, m.role if m.role in ("user", "assistant") else "user", m.text)
-                    for m in history)
+        turns = sum(message_tokens(app.counter, t["role"], t["content"]) for t in (chat_turn(m.role, m.text)
+                                                                                  for m in history))
         asked = [q for q in questions if q.sample_id == sample and q.evidence and set(q.evidence) <= ids]
         for q in asked:
             full = turns + messages_tokens(app.counter, [system, {"role": "user", "content": q.question}])

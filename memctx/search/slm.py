@@ -9,8 +9,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import openai
-
 
 def web_search_prompt(query: str) -> list[dict[str, str]]:
     """The messages asking whether `query` needs current information from the web."""
@@ -35,6 +33,8 @@ class SmallLLM:
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  timeout_s: float = 2.0) -> None:
+        import openai  # imported when a small LLM is configured: it costs every process ~1 s of CPU
+
         self.model = model
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout_s, max_retries=0)
 
@@ -47,6 +47,8 @@ class SmallLLM:
                    timeout_s=settings.search_slm_timeout_s)
 
     def __call__(self, query: str) -> tuple[bool, str]:
+        import openai
+
         try:
             reply = self.client.chat.completions.create(model=self.model, messages=web_search_prompt(query),
                                                         max_tokens=3, temperature=0)

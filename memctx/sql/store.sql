@@ -41,6 +41,16 @@ select id, conversation_id, user_id, seq, role, content, text, external_id, toke
  order by seq
  limit %(limit)s
 
+-- name: last_message
+-- The conversation's last message (read backwards from (user_id, conversation_id, seq)), without
+-- locking the conversation as `lock_conversation_seq` does: a context call only reads it.
+select id, conversation_id, user_id, seq, role, content, text, external_id, token_count, created_at,
+       metadata, embedding is not null as has_embedding
+  from memctx.messages
+ where user_id = %(user_id)s and conversation_id = %(conversation_id)s
+ order by seq desc
+ limit 1
+
 -- name: delete_conversation
 delete from memctx.conversations where id = %(conversation_id)s and user_id = %(user_id)s returning id
 

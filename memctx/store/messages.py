@@ -251,6 +251,13 @@ class MessageStore:
                 self._require(conn, user_id, conversation_id)
         return [Message.from_row(r) for r in rows]
 
+    def last_message(self, user_id: UUID, conversation_id: UUID) -> Message | None:
+        """The conversation's last message (None: it has none), read without locking it."""
+        with self.pool.connection() as conn:
+            row = conn.execute(QUERIES["last_message"],
+                               {"user_id": user_id, "conversation_id": conversation_id}).fetchone()
+        return Message.from_row(row) if row else None
+
     def last_messages(self, user_id: UUID, conversation_id: UUID, limit: int, *,
                       conn: psycopg.Connection | None = None) -> list[Message]:
         """The conversation's last `limit` messages, oldest first. Given a `conn` in a transaction,

@@ -19,7 +19,6 @@ from memctx.summarize.chain import (
     simulate,
 )
 from memctx.summarize.extractive import ExtractiveSummarizer
-from memctx.summarize.llm import FAILURE_KINDS, LLMFailure, LLMSummarizer
 from memctx.summarize.ranking import extract_summary
 from memctx.summarize.types import ENTITY_KINDS, Board, SourceText, Summarizer, SummaryDraft
 
@@ -29,3 +28,15 @@ __all__ = [
     "apply_action", "chain_order", "expected_chain", "extract_summary", "plan_next", "simulate",
     "update_board",
 ]
+
+# The LLM summarizer's names, imported on first use: its module imports the openai client, which
+# costs every process ~1 s of CPU, and the default summarizer is the extractive one.
+_LLM_NAMES = ("FAILURE_KINDS", "LLMFailure", "LLMSummarizer")
+
+
+def __getattr__(name: str):
+    if name in _LLM_NAMES:
+        from memctx.summarize import llm
+
+        return getattr(llm, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,6 +10,8 @@ action item, a constraint or a question is `memctx.summarize.detect`'s call.
 
 Rules, applied to the new messages in seq order:
 - Messages at or before `board.last_seq` are skipped, so a retried update changes nothing.
+- What people said is read (`said`): system prompts are not, nor a tool call's arguments (a
+  tool's result is); the messages count as consumed all the same.
 - summary: the extractive summary of (the previous board summary + the new messages) within
   `max_tokens`.
 - key_facts: one per message, from its first key-fact sentence (`detect.is_key_fact`: something
@@ -54,7 +56,7 @@ from uuid import UUID
 
 from memctx.summarize import detect
 from memctx.summarize.ranking import extract_summary
-from memctx.summarize.text import NOT_NAMES, SMALL_TALK, STOPWORDS, Unit, units_of
+from memctx.summarize.text import NOT_NAMES, RELATIONS, SMALL_TALK, STOPWORDS, Unit, units_of
 from memctx.summarize.types import (ENTITY_KINDS, SECTION, SECTIONS, Board, BoardItem, ItemSource, SourceText,
                                     unprefixed)
 from memctx.tokens import TokenCounter
@@ -66,7 +68,7 @@ TOPIC_TERMS_KEPT = 300
 # A word of a name, unlike `memctx.words.WORD`: it keeps "&" and "-" ("AT&T", "Jean-Luc") and never
 # starts with a digit, so that a run of capitalized words is a name as written.
 _TOKEN = re.compile(r"[^\W\d_][\w'’&-]*")
-_CONNECTORS = frozenset("of the de del da di du van von la le".split())
+_CONNECTORS = frozenset("of the de del da das do dos di du van von la le".split())
 _STARTERS = STOPWORDS | SMALL_TALK | frozenset("""
 yesterday today tomorrow tonight last next maybe also anyway btw honestly actually luckily sadly
 unfortunately fortunately recently lately finally now after before during since although though
@@ -82,7 +84,7 @@ PLACE_WORDS = frozenset("""
 city town village street st avenue ave road rd boulevard blvd park lake river mountain mountains
 mount mt beach island islands county state bay valley canyon falls bridge square harbor harbour
 coast forest desert sea ocean kingdom republic museum cafe café restaurant mall airport station
-library zoo garden gardens hill hills peninsula province district trail
+library zoo garden gardens hill hills peninsula province district trail palace castle cathedral tower market
 """.split())
 KNOWN_PLACES = frozenset("""
 America USA US UK England Scotland Ireland Wales Britain Canada Mexico Brazil Argentina Chile Peru
@@ -98,10 +100,7 @@ Carolina London Dublin Toronto Vancouver Montreal Europe Asia Africa Caribbean
 TITLES = re.compile(r"\b(?:mr|mrs|ms|miss|mx|dr|prof|professor|aunt|uncle|grandma|grandpa|sir)\.?$",
                     re.IGNORECASE)
 PERSON_BEFORE = re.compile(
-    r"\b(?:my|his|her|our|their|your)\s+(?:best\s+|old\s+|new\s+|little\s+|big\s+)?(?:friend|sister|brother|"
-    r"mom|mother|dad|father|son|daughter|wife|husband|partner|boyfriend|girlfriend|fianc[eé]e?|"
-    r"cousin|aunt|uncle|grandma|grandmother|grandpa|grandfather|boss|coworker|colleague|neighbou?r|"
-    r"kid|child|niece|nephew|roommate|teacher|mentor|therapist|doctor|buddy|pal)s?,?$|\bnamed$|"
+    rf"\b(?:my|his|her|our|their|your)\s+{RELATIONS}s?,?$|\bnamed$|"
     r"\b(?:name\s+is|name's)$",
     re.IGNORECASE,
 )
@@ -124,7 +123,7 @@ yesterday tomorrow new old big small best better right sure totally definitely p
 literally especially hey hello wonderful beautiful incredible fantastic things thing way ways
 trying tried try doing done work hard can't also awesome else enough kind sort
 image images photo photos picture pictures pic pics last first every please important special
-making tough together difference help helps helped helping proud inspiring impact means meaning
+making tough together difference help helps helped helping proud inspiring impact means meaning least
 """.split())
 
 
@@ -164,6 +163,24 @@ def merge_recent(old: Iterable[BoardItem], new: Iterable[BoardItem], cap: int) -
 
 def _fresh(board: Board, new_messages: Sequence[SourceText]) -> list[SourceText]:
     return sorted((m for m in new_messages if m.last_seq > board.last_seq), key=lambda m: m.first_seq)
+
+
+# A tool call as `memctx.models.text_from_blocks` writes it: one line of its own.
+_TOOL_CALL_LINE = re.compile(r"^\[tool call .*\]$", re.MULTILINE)
+
+
+def said(messages: Sequence[SourceText]) -> list[SourceText]:
+    """What the board reads of `messages`: what people said, and tools' results. A system prompt is
+    an instruction to the model, not part of the conversation, and a tool call's arguments are
+    data for a program (their JSON made entities of "Ask the Graça" and topics of its keys)."""
+    out: list[SourceText] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        text = _TOOL_CALL_LINE.sub("", message.text).strip() if "[tool call " in message.text else message.text
+        if text:
+            out.append(message if text == message.text else replace(message, text=text))
+    return out
 
 
 def _item(unit: Unit, sources: Sequence[SourceText]) -> BoardItem:
@@ -482,9 +499,13 @@ def _previous_summary_source(board: Board) -> list[SourceText]:
 def update_board(board: Board, new_messages: Sequence[SourceText], *, max_tokens: int,
                  counter: TokenCounter) -> Board:
     """The board after `new_messages`, by the rules in the module docstring."""
-    fresh = _fresh(board, new_messages)
-    if not fresh:
+    arrived = _fresh(board, new_messages)
+    if not arrived:
         return board
+    fresh = said(arrived)
+    consumed = {"message_count": board.message_count + len(arrived), "last_seq": max(m.last_seq for m in arrived)}
+    if not fresh:
+        return replace(board, **consumed)
     units = units_of(fresh)
     speakers = {m.who for m in fresh if m.speaker and m.who}
     entities, entity_counts = _entities(board, units, fresh, speakers)
@@ -498,8 +519,7 @@ def update_board(board: Board, new_messages: Sequence[SourceText], *, max_tokens
         summary=extract_summary([*_previous_summary_source(board), *fresh], max_tokens=max_tokens, counter=counter),
         items={**items, "entities": entities, "topics": topic_items(board, topics, fresh),
                "pending_questions": pending_after(board.section("pending_questions"), fresh, units)},
-        message_count=board.message_count + len(fresh),
-        last_seq=max(m.last_seq for m in fresh),
+        **consumed,
         entity_counts=entity_counts,
         topic_counts=topic_counts,
     )

@@ -8,11 +8,15 @@ no I/O.
   making a difference!", "Thanks for always having my back") are never facts or actions: a
   sentence made of them and carrying no first-person fact is `is_platitude`.
 - A key fact is a statement about the speaker's own life or a named third party, with a fact cue
-  (a first-person fact, a name that is not someone addressed, a number, a date).
+  (a first-person fact, a name that is not someone addressed, a number, a date): something the
+  speaker did, or a fact stated outright (a relative named, a named person's dated thing, a
+  dated schedule, a quantity).
 - An action item has an actor (I, we, let's) and a concrete act: an intent ("I'll", "I'm going
   to", "we're planning to", "let's") followed by a verb that does something (send, visit, try,
   read, sign up …), not one that keeps a mood (keep going, do my best, make it happen); or a
-  request for one ("Can you remind me to book the tickets?").
+  request for one ("Can you remind me to book the tickets?"), or an order placed with the other
+  side ("Order more butter on Wednesday"). A plan told with its facts (a named relative, a day)
+  is a key fact, not an action item.
 - A constraint is a stated preference, rule or correction about what to do or avoid: "I prefer",
   "my favorite … is", "I'm not into", "I'm allergic to", "please don't", "never call me …", "from
   now on", or a correction. A sentence merely starting with "never" or "always" is not one.
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from memctx.summarize.text import cues, names
+from memctx.summarize.text import MONTHS, RELATIONS, cues, names
 
 _IMAGE_ONLY = re.compile(r"^\[image: [^\]]*\]$")
 
@@ -86,6 +90,34 @@ _NOT_FACT = re.compile(
 )
 
 
+_MONTH = r"(?:" + "|".join([*MONTHS, *(m[:3] for m in MONTHS if len(m) > 3), "Sept"]) + r")\.?"
+# A day of a month, written out: "24 May", "May 24th".
+_DAY_OF_MONTH = rf"(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?-i:{_MONTH})|(?-i:{_MONTH})\s+\d{{1,2}}(?:st|nd|rd|th)?)\b"
+# Facts stated without a past event (each carries its own cue: a name, a day, a number):
+# - someone close named: "with my partner Tomás", "my sister Ana", "my coworker Li";
+# - a named person's thing with a day or a number: "Tomás's birthday is on 28 May";
+# - the speaker's schedule on a given day: "we land on 24 May", "I start on June 3rd";
+# - a quantity: "Budget is about 1,800 euros", "Each batch of croissants uses 2 kg flour".
+_RELATIVE_NAMED = re.compile(rf"\b(?:my|our)\s+{RELATIONS},?\s+(?-i:[A-Z][\w'-]+)", re.IGNORECASE)
+_NAMED_THING = re.compile(r"(?-i:\b[A-Z][\w-]*)'s\s+(?:[a-z]+\s+){1,2}(?:is|are|was|were)\b", re.IGNORECASE)
+_SCHEDULE = re.compile(rf"\b(?:I|we)\s+(?:[\w']+\s+){{1,4}}?(?:on|by|until|from|before|after)\s+{_DAY_OF_MONTH}",
+                       re.IGNORECASE)
+_QUANTITY = re.compile(
+    r"^\s*(?:(?:the|our|my|each|every|one)\s+)?(?!(?:it|that|this|there|he|she|they|we|you|i|which|what|who)\b)"
+    r"[a-z][\w-]*(?:\s+(?:of\s+)?[\w-]+){0,2}\s+(?:is|are|was|were|uses|needs|takes|costs|weighs)\s+"
+    r"(?:about\s+|around\s+|roughly\s+|approximately\s+|only\s+|just\s+|at\s+least\s+|under\s+|over\s+|almost\s+|"
+    r"nearly\s+)?[€$£]?\d", re.IGNORECASE)
+
+
+def _stated(text: str) -> bool:
+    """A fact of one of the shapes above (a relative named, a named person's dated or numbered
+    thing, a dated schedule, a quantity)."""
+    if _RELATIVE_NAMED.search(text) or _SCHEDULE.search(text) or _QUANTITY.search(text):
+        return True
+    c = cues(text)
+    return bool(_NAMED_THING.search(text)) and (c.number or c.absolute_date)
+
+
 def _named(text: str) -> bool:
     """A name in the sentence other than someone addressed ("Yeah Jon, …", "…, Caroline.")."""
     addressed = {g for m in _VOCATIVE.finditer(text) for g in m.groups() if g}
@@ -101,7 +133,7 @@ def is_key_fact(sentence: str) -> bool:
         return False
     if _SECOND_PERSON.match(text) and not _FIRST_PERSON.search(text):
         return False  # about the person addressed: usually a compliment or advice
-    if not (c.fact or _EVENT.search(text)):
+    if not (c.fact or _EVENT.search(text) or _stated(text)):
         return False
     return c.fact or _named(text) or c.number or c.absolute_date
 
@@ -112,6 +144,7 @@ _VERDICT = re.compile(r"(?:,\s*|\s+and\s+)(?:it|that|this)(?:'s|\s+(?:is|was|fel
 _OPENING = re.compile(
     r"^(?:(?:yeah|yes|yep|wow|oh|aww|hey|hi|thanks|thank\s+you|sure|definitely|totally|absolutely|well|so|ok|okay|"
     r"haha|lol|omg|cool|awesome|great|nice|no|nope|ah|um|btw|by\s+the\s+way|anyway|anyways|honestly|also|and|but|"
+    r"one\s+more\s+thing|"
     r"yup|plus|unfortunately|fortunately|luckily|sadly|thankfully|best\s+of\s+all|guess\s+what|on\s+(?:another|a\s+"
     r"(?:different|related|brighter|positive)|that)\s+note|since\s+(?:we|I)\s+last\s+(?:spoke|talked)|speaking\s+of\s+"
     r"[\w\s]+?)[\s,!.:–—-]+(?:[A-Z][a-z]+[,!.]\s+)?)+",
@@ -199,6 +232,9 @@ def _act(phrase: str, going: bool = False) -> bool:
     return True
 
 
+# An order placed with the other side: "Order more butter on Wednesday", "Book the 9:40 train".
+_ORDER = re.compile(r"^\s*(?:please\s+)?(?:order|buy|book|reserve|schedule|cancel|renew|pay\s+for)\s+"
+                    r"(?!(?:me|you|it|this|that|them|us|him|her)\b)\w", re.IGNORECASE)
 # A request to the other side to do something: "Can you remind me to book the tickets?"
 _REQUEST = re.compile(
     r"^\s*(?:\w+[,!]?\s+)?(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:remind|book|schedule|send|call|email|"
@@ -211,13 +247,16 @@ def is_action(sentence: str) -> bool:
     """An intent with a concrete act, or a request for one; thanks or cheering around it do not
     matter ("Thanks! I'll send you the recipe")."""
     text = _norm(sentence)
-    if _REQUEST.search(text):
+    if _REQUEST.search(text) or _ORDER.search(text):
         return True
     if cues(text).question or _HEDGE.search(text):
         return False
-    if _PLAN.search(text) or any(_act(m.group(1), "going to" in m.group(0).lower())
-                                  for m in _INTENT.finditer(text)):
+    if any(_act(m.group(1), "going to" in m.group(0).lower()) for m in _INTENT.finditer(text)):
         return True
+    if _PLAN.search(text):
+        # A plan told with its facts ("I'm planning a week in Lisbon with my partner Tomás in late
+        # May") is what the conversation is about, a key fact; a plan alone is something to do.
+        return not is_key_fact(text)
     return any({"-".join(m.group(1).lower().split()[:n]) for n in (1, 2)} & _JOINT_ACTS for m in _LETS.finditer(text))
 
 

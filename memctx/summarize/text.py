@@ -51,6 +51,12 @@ _NUMBER = re.compile(
     r"fifty|hundred|thousand|million|billion|dozen)\b",
     re.IGNORECASE,
 )
+# The people someone calls "my …" (a pattern: "best friend", "little sister", "coworkers"): a name
+# after one is a person, and a fact about the speaker's life.
+RELATIONS = (r"(?:best\s+|old\s+|new\s+|little\s+|big\s+)?(?:friend|sister|brother|mom|mother|dad|father|son|"
+             r"daughter|wife|husband|partner|boyfriend|girlfriend|fianc[eé]e?|cousin|aunt|uncle|grandma|grandmother|"
+             r"grandpa|grandfather|boss|coworker|colleague|neighbou?r|kid|child|niece|nephew|roommate|teacher|mentor|"
+             r"therapist|doctor|buddy|pal)")
 _MONTHS_BUT_MAY = [m for m in MONTHS if m != "May"]
 _ABSOLUTE_DATE = re.compile(
     r"\b(?:" + "|".join(_MONTHS_BUT_MAY + list(WEEKDAYS)) + r")\b"

@@ -45,13 +45,19 @@ def test_demo_ingests_the_shipped_conversation_once(database_url):
     assert "Planning a week in Lisbon" in first.stdout and "embedded" in first.stdout
     assert "summary L1" in first.stdout  # the worker's catch-up ran
     assert "working context" in first.stdout and "lt-18" in first.stdout  # the birthday turn is in context
-    # The 20 turns fit 80 % of the default 1,000 tokens: the context is the history as it is.
-    assert _origins(first.stdout) == {("current", "message")}
-    # At 400 tokens it is compressed: the recent turns and the memories that matter, within budget.
-    again = memctx("demo", "--budget", "400", env=env)
+    # The boards cover the whole demo, with its facts and action items.
+    assert "summary board (messages 1–7)" in first.stdout and "summary board (messages 1–20)" in first.stdout
+    assert "action items: user: Order more butter from Laticínios Serra on Wednesday" in first.stdout
+    assert "key facts: Priya: I'm planning a week in Lisbon with my partner Tomás" in first.stdout
+    # At the demo's 450 tokens the ~560-token history does not fit: memctx chooses, and says why.
+    assert {("current", "message"), ("memories", "message")} <= _origins(first.stdout)
+    assert "search hit for the question" in first.stdout and "lower-ranked memories" in first.stdout
+    assert "/450 tokens" in first.stdout
+    # The 20 turns fit 80 % of 1,000 tokens: the context is the history as it is, a tool's result as one.
+    again = memctx("demo", "--budget", "1000", env=env)
     assert all(json.loads(line)["messages"] == 0 for line in again.stdout.splitlines() if line.startswith("{"))
-    assert {("current", "message"), ("memories", "message")} <= _origins(again.stdout)
-    assert "working context: " in again.stdout and "/400 tokens" in again.stdout
+    assert _rows(again.stdout, "current") == [f"lt-{i}" for i in range(1, 21)]
+    assert "user: [tool result: reminder saved for 2026-03-06]" in again.stdout
 
 
 def _origins(stdout: str) -> set[tuple[str, ...]]:
@@ -120,3 +126,11 @@ def test_a_duplicate_id_in_the_last_conversation_stores_nothing_at_all(database_
     assert [json.loads(line)["skipped"] for line in again] == [1, 1, 1]
     with psycopg.connect(database_url, row_factory=dict_row) as conn:
         assert row_counts(conn) == stored
+
+
+def _rows(stdout: str, section: str) -> list[str]:
+    """The external ids of the demo table's rows of one section, in order."""
+    table = stdout[stdout.index("where every line came from"):]
+    return [line.split("│")[3].strip() for line in table.splitlines()
+            if line.startswith("│") and line.split("│")[1].strip() == section]
+

@@ -50,6 +50,8 @@ def test_the_wheel_carries_what_is_read_at_run_time(wheel):
     assert "memctx/data/demo.jsonl" in names
     assert {"api/ui/static/ui.css", "api/ui/static/ui.js", "memctx/evaluate/data/board_labels.jsonl"} <= names
     assert not any(n.startswith(("tests/", "migrations/")) for n in names)
+    license = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
+    assert archive.read(license) == (ROOT / "LICENSE").read_bytes()  # the Apache-2.0 text pyproject names
 
 
 @pytest.mark.slow

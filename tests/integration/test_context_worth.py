@@ -12,6 +12,7 @@ import pytest
 
 from memctx.assemble import ContextOptions, assembler_for
 from memctx.assemble.context import FREED_TOKENS
+from memctx.assemble.render import chat_turn
 from memctx.tokens import messages_tokens
 from memctx.assemble.repeats import key, repeated_sentences, sentences
 from memctx.models import NewMessage
@@ -33,8 +34,7 @@ def _trip(app, user, *, turns=TRIP, name="trip", repeat: int = 1):
 
 
 def _history(app, user, conv):
-    return [{"role": m.role if m.role in ("user", "assistant") else "user", "content": m.text}
-            for m in app.store.list_messages(user, conv.id)]
+    return [chat_turn(m.role, m.text) for m in app.store.list_messages(user, conv.id)]
 
 
 @pytest.mark.parametrize("budget", [1000, 4000])

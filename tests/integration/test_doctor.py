@@ -93,6 +93,30 @@ float plain_sum(const float *a, int n) { float s = 0; for (int i = 0; i < n; i++
     assert check.ok == ("avx512f" in doctor.cpu_flags())
 
 
+@needs_objdump
+def test_a_second_scan_reads_only_binaries_whose_bytes_changed(tmp_path: Path, monkeypatch):
+    """The doctor's cache: the same bytes under the same scan are not disassembled again; new
+    bytes are, and an unreadable cache is an empty one."""
+    small = sorted((p for p in doctor.embedded_binaries() if p.suffix == ".so"), key=lambda p: p.stat().st_size)
+    binary = tmp_path / "lib.so"
+    shutil.copyfile(small[0], binary)
+    cache = tmp_path / "home" / doctor.BUILD_SCAN_CACHE
+    disassembled: list[Path] = []
+    scan = doctor.unguarded_avx512
+    monkeypatch.setattr(doctor, "unguarded_avx512", lambda path: disassembled.append(path) or scan(path))
+
+    first = doctor.check_build([binary], cache=cache)
+    again = doctor.check_build([binary], cache=cache)
+    assert first.ok and again.ok and disassembled == [binary]
+    assert "unchanged since an earlier scan: not disassembled again" in again.detail
+    shutil.copyfile(small[1], binary)  # new bytes at the same path
+    doctor.check_build([binary], cache=cache)
+    assert disassembled == [binary, binary]
+    cache.write_text("{not json")
+    doctor.check_build([binary], cache=cache)
+    assert len(disassembled) == 3 and "binaries" in cache.read_text()
+
+
 @pytest.mark.parametrize("queries", ["auto", "float"])
 def test_the_embedder_check_says_how_queries_are_embedded_here(tmp_path, queries):
     """Whether this CPU's int8 kernels embed queries or the float model does, and why."""

@@ -1,9 +1,10 @@
-"""Migrations apply once each, in order, under a lock, and stay in step with Supabase's copy.
+"""Migrations apply once each, in order, under a lock, and the Supabase CLI reads the same folder.
 
 The schema they build is compared with a snapshot in test_schema_snapshot.py."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 
@@ -111,11 +112,22 @@ def test_unmigrated_database_is_a_clear_startup_error(empty_db):
         open_app(Settings(database_url=empty_db), embedder=OtherSpace())
 
 
-def test_supabase_migrations_are_identical_copies():
-    ours = {p.name: p.read_bytes() for p in MIGRATIONS_DIR.glob("*.sql")}
-    supabase = {p.name: p.read_bytes() for p in (ROOT / "supabase" / "migrations").glob("*.sql")}
-    # Supabase CLI names files <timestamp>_name.sql; ours keep NNNN_name.sql, same names both sides.
-    assert supabase == ours
+# The Supabase CLI's rules for supabase/migrations/ (supabase/cli, pkg/migration): a file is applied
+# only if its name matches this, in order of the version it names, once per version; a first file
+# named <14 digits>_init.sql dated before 2021-12-09 is skipped as an old CLI's baseline.
+SUPABASE_MIGRATION = re.compile(r"^([0-9]+)_(.*)\.sql$")
+SUPABASE_SKIPPED_INIT = re.compile(r"^[0-9]{14}_init\.sql$")
+
+
+def test_supabase_reads_the_one_migrations_folder_through_a_link():
+    linked = ROOT / "supabase" / "migrations"
+    assert linked.is_symlink() and linked.resolve() == MIGRATIONS_DIR.resolve()
+    # What the CLI lists (a directory read through the link) is exactly what `memctx migrate` applies.
+    listed = sorted(p.name for p in linked.iterdir())
+    assert listed == sorted(m.path.name for m in discover())
+    versions = [int(SUPABASE_MIGRATION.match(name).group(1)) for name in listed]
+    assert len(set(versions)) == len(versions) and versions == sorted(versions)
+    assert not SUPABASE_SKIPPED_INIT.match(listed[0])
     assert (ROOT / "supabase" / "config.toml").exists()
 
 

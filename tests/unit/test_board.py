@@ -222,3 +222,59 @@ def test_update_board_function_matches_the_summarizer() -> None:
     messages = conversation(1, [("Caroline", "I moved to Lisbon in 2021."), ("Melanie", "Nice! Why Lisbon?")])
     direct = update_board(Board.empty(), messages, max_tokens=100, counter=COUNTER)
     assert direct == SUMMARIZER.update_board(Board.empty(), messages, max_tokens=100)
+
+
+def test_system_prompts_and_tool_call_arguments_are_not_read_but_are_consumed() -> None:
+    board = update(Board.empty(),
+                   msg(1, None, "You are a concise assistant for a small bakery.", role="system"),
+                   msg(2, "Priya", "Remind me to ask the host about air conditioning."),
+                   msg(3, None, '[tool call add_reminder({"due": "2026-03-06", "text": "Ask the Graça host"})]',
+                       role="assistant"),
+                   msg(4, None, "reminder saved for 2026-03-06", role="tool"))
+    assert (board.last_seq, board.message_count) == (4, 4)
+    assert "concise" not in board.summary and "add_reminder" not in board.summary
+    assert "reminder saved" in board.summary  # a tool's result is read
+    assert not any("Ask" in e.text or "due" == e.text for e in (*board.section("entities"), *board.section("topics")))
+    assert update(Board.empty(), msg(1, None, "Be brief.", role="system")).last_seq == 1
+
+
+def test_a_name_joined_by_portuguese_connectors_is_one_entity() -> None:
+    board = update(Board.empty(), msg(1, "Priya", "We had a drink at the Miradouro da Senhora do Monte at sunset."))
+    assert "Miradouro da Senhora do Monte" in [e.text for e in board.section("entities")]
+
+
+def _demo_boards() -> dict[str, Board]:
+    """The demo conversations folded as the worker folds them: five messages an update, then the
+    incomplete tail (`memctx demo` and `memctx summarize` force it)."""
+    from pathlib import Path
+
+    from memctx.store.ingest import load_file
+
+    boards = {}
+    for conv in load_file(Path(__file__).resolve().parents[2] / "memctx" / "data" / "demo.jsonl", "jsonl"):
+        said = [SourceText(UUID(int=i + 1), "message", m.role, m.metadata.get("speaker"), m.text, i + 1, i + 1,
+                           m.created_at) for i, m in enumerate(conv.messages)]
+        board = Board.empty()
+        for start in range(0, len(said), 5):
+            board = SUMMARIZER.update_board(board, said[start:start + 5], max_tokens=300)
+        boards[conv.external_id] = board
+    return boards
+
+
+def test_the_demo_boards_hold_the_demo_s_facts_and_action_items() -> None:
+    boards = _demo_boards()
+    trip, bakery = boards["lisbon-trip"], boards["bakery-stock"]
+    assert trip.texts("key_facts") == [
+        "Priya: I'm planning a week in Lisbon with my partner Tomás in late May",
+        "assistant: Sintra is 40 minutes by train from Rossio station",
+        "Priya: Actually, we land on 25 May, not 24",  # the 24 May it corrects is gone
+        "Priya: Tomás's birthday is on 28 May"]
+    assert trip.texts("action_items") == ["Priya: Remind me to ask the host about air conditioning before Friday.",
+                                          "assistant: I will look for places in Graça and Alfama under 125 euros a night."]
+    entities = {e.text: e.group for e in trip.section("entities")}
+    assert entities["Miradouro da Senhora do Monte"] and not {"Ask the Graça", "Monte"} & set(entities)
+    assert bakery.last_seq == 7 and "system:" not in bakery.summary
+    assert [t.split(": ", 1)[1] for t in bakery.texts("action_items")] == [
+        "Order more butter from Laticínios Serra on Wednesday — we need at least 10 kg.",
+        "I'll add it to the action list: order 10 kg of butter from Laticínios Serra on Wednesday."]
+

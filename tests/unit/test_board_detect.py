@@ -38,6 +38,7 @@ def test_corrections(sentence):
     "I'm gonna make it!", "I'll keep going!", "Let's make tomorrow unforgettable, Gina.",
     "Let's keep spreading the love and making a difference.", "I'll do my best!", "I'll keep you posted.",
     "Maybe I'll go back to acting someday.", "Tomorrow's gonna be an awesome night.", "I'll see you soon!",
+    "Book it!", "Order me whatever you like.",
 ])
 def test_encouragement_and_vague_resolve_are_not_action_items(sentence):
     assert not detect.is_action(sentence)
@@ -49,6 +50,7 @@ def test_encouragement_and_vague_resolve_are_not_action_items(sentence):
     "I'm definitely going to check it out!", "I'll let you know how it turns out.",
     "I'm planning a ring-toss tournament for the fundraiser.", "Thanks! I'll send you the recipe.",
     "Can you remind me to book the Oceanarium tickets?",
+    "Order more butter from Laticínios Serra on Wednesday — we need at least 10 kg.", "Book the 9:40 train to Sintra.",
 ])
 def test_an_actor_with_a_concrete_act_is_an_action_item(sentence):
     assert detect.is_action(sentence)
@@ -68,6 +70,28 @@ def test_cheering_thanks_and_advice_are_not_key_facts(sentence):
 ])
 def test_what_the_speaker_did_or_has_is_a_key_fact(sentence):
     assert detect.is_key_fact(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "I'm planning a week in Lisbon with my partner Tomás in late May.", "One more thing: Tomás's birthday is on 28 May.",
+    "We land on 24 May at 9:40 and fly home on 31 May.", "Budget is about 1,800 euros for the two of us.",
+    "Each batch of croissants uses 2 kg flour, 1.2 kg butter and 10 eggs.",
+])
+def test_a_fact_stated_outright_is_a_key_fact(sentence):
+    """A relative named, a named person's dated thing, a dated schedule, a quantity: no past event."""
+    assert detect.is_key_fact(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "That is 7 nights.", "It was 3 hours of fun!", "Melanie's kids are so cute.", "We land soon, I think.",
+])
+def test_a_pronoun_a_verdict_or_no_day_is_not_a_stated_fact(sentence):
+    assert not detect.is_key_fact(sentence)
+
+
+def test_a_plan_told_with_its_facts_is_a_key_fact_not_an_action_item():
+    assert not detect.is_action("I'm planning a week in Lisbon with my partner Tomás in late May.")
+    assert detect.is_action("I'm planning a ring-toss tournament for the fundraiser.")  # a plan alone: a task
 
 
 @pytest.mark.parametrize("sentence,clause", [
