@@ -47,6 +47,23 @@ FIELDS_ERROR_SCHEMA = {
 }
 
 
+# What a request meets while the database is down or busy: no connection free within
+# MEMCTX_POOL_TIMEOUT_S, or one that broke under it (a restart's AdminShutdown, a lost server).
+DATABASE_UNAVAILABLE = (PoolTimeout, psycopg.OperationalError)
+RETRY_AFTER_S = "2"
+
+
+def unavailable(exc: Exception) -> tuple[int, str, dict[str, str]]:
+    """The 503 for a DATABASE_UNAVAILABLE error: status, detail and headers. Nothing was committed."""
+    if isinstance(exc, PoolTimeout):
+        detail = ("no database connection came free in time (MEMCTX_POOL_TIMEOUT_S): the database is "
+                  "unreachable or every connection is busy; retry shortly")
+    else:
+        detail = "the database is unavailable (restarting or unreachable); retry shortly"
+    log.warning("database unavailable", extra={"fields": {"error": type(exc).__name__}})
+    return 503, detail, {"Retry-After": RETRY_AFTER_S}
+
+
 def install(app: FastAPI) -> None:
     generate = app.openapi
 
@@ -81,16 +98,10 @@ def install(app: FastAPI) -> None:
         return fields_answer([{"loc": ["body", "token_budget"], "msg": str(exc), "type": "value_error"}])
 
     @app.exception_handler(PoolTimeout)
-    async def busy(request: Request, exc: PoolTimeout) -> JSONResponse:
-        return JSONResponse({"detail": "every database connection is busy; retry shortly"}, status_code=503,
-                            headers={"Retry-After": "1"})
-
     @app.exception_handler(psycopg.OperationalError)
-    async def database_unavailable(request: Request, exc: psycopg.OperationalError) -> JSONResponse:
-        # a restart (AdminShutdown), a lost connection, a server starting up: nothing was committed
-        log.warning("database unavailable", extra={"fields": {"error": type(exc).__name__}})
-        return JSONResponse({"detail": "the database is unavailable (restarting or unreachable); retry shortly"},
-                            status_code=503, headers={"Retry-After": "2"})
+    async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        status, detail, headers = unavailable(exc)
+        return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
     @app.exception_handler(UnknownConversation)
     async def unknown_conversation(request: Request, exc: UnknownConversation) -> JSONResponse:

@@ -36,6 +36,12 @@ class Settings(BaseSettings):
                     "such as 2GB")
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=8, ge=1)
+    pool_timeout_s: float = Field(
+        default=2.0, gt=0, description="how long a request waits for a database connection before it is answered "
+                                       "503 with Retry-After (the database down, or every connection busy)")
+    connect_timeout_s: int = Field(
+        default=5, ge=1, description="how long one attempt to connect to Postgres waits (libpq's connect_timeout; "
+                                     "the database URL's own connect_timeout wins)")
     statement_timeout_ms: int = Field(default=30_000, ge=0)
     gc_freeze: bool = Field(
         default=True, description="the first App of a process moves every object alive then (the imported "
