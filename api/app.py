@@ -74,5 +74,5 @@ def serve_app() -> FastAPI:
     """uvicorn's factory for `memctx serve`: settings from MEMCTX_* variables."""
     settings = Settings()
     api = create_app(open_app(settings), settings, close_on_shutdown=True)
-    observe.configure_logging()
+    observe.configure_logging(settings.log_level)
     return api

@@ -35,7 +35,7 @@ def serve_cmd(host: Optional[str] = typer.Option(None, help="listen address (MEM
     from memctx.migrate import EmbeddingSpaceMismatch, MigrationError
 
     settings = Settings()
-    logs.configure()  # JSON lines from the start (the migration, the worker); the app adds its request ids
+    logs.configure(settings.log_level)  # JSON lines from the start (the migration, the worker); the app adds its request ids
     if migrate:
         try:
             prepare_database(settings)

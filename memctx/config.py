@@ -47,6 +47,10 @@ class Settings(BaseSettings):
         default=True, description="the first App of a process moves every object alive then (the imported "
                                   "libraries') out of the cyclic garbage collector's reach (gc.freeze)")
 
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info", description="the lowest level `memctx serve`, `memctx worker` and `memctx mcp` log; at any "
+                                    "level no line carries a message, a query, a URL asked or a credential")
+
     # Tokens and input limits -------------------------------------------------------------
     token_encoding: str = Field(default="cl100k_base", description="tiktoken encoding, loaded offline")
     max_message_tokens: int = Field(default=8_000, ge=1, description="a longer message is refused")

@@ -14,7 +14,8 @@ import logging
 from datetime import datetime, timezone
 from typing import IO, Any, Callable, Mapping
 
-QUIET_LOGGERS = ("httpx", "httpcore", "openai", "urllib3", "dramatiq", "mcp")
+# httpx2 and httpcore2 are the HTTP client of the openai package (and so of the proxy's upstream).
+QUIET_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "openai", "urllib3", "dramatiq", "mcp")
 
 Context = Callable[[], Mapping[str, Any]]
 

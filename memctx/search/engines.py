@@ -7,6 +7,7 @@ the next engine when one fails. Engines return hits (title, URL, snippet) and fe
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
@@ -161,8 +162,19 @@ class EngineChain:
             try:
                 return ChainResult(engine.name, engine.search(query, max_results, timeout_s=left), tuple(errors))
             except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
-                errors.append(f"{engine.name}: {type(exc).__name__}: {exc}")
+                errors.append(f"{engine.name}: {failure(exc)}")
         raise SearchFailed("; ".join(errors) or "no search engine configured")
+
+
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+
+
+def failure(exc: Exception) -> str:
+    """Why an engine failed, without the URL it asked (its query string is the query): httpx
+    names it in a status error's text, and a report's errors reach the logs."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"{type(exc).__name__}: HTTP {exc.response.status_code}"
+    return f"{type(exc).__name__}: {_URL.sub('<url>', str(exc))}"
 
 
 def make_engines(settings: Any) -> list[SearchEngine]:
