@@ -4,6 +4,7 @@ the `memctx.commands` entry point (pyproject.toml), so that the core never impor
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -21,20 +22,26 @@ def serve_cmd(host: Optional[str] = typer.Option(None, help="listen address (MEM
                                                 "deployment that migrates as its own step)"),
               worker: bool = typer.Option(True, "--worker/--no-worker",
                                           help="run the background worker (summaries, boards, embeddings) in "
-                                               "this process (--no-worker: `memctx worker` runs elsewhere)")
+                                               "this process (--no-worker: `memctx worker` runs elsewhere)"),
+              ssl_certfile: Optional[Path] = typer.Option(
+                  None, help="serve HTTPS with this certificate (PEM; MEMCTX_API_SSL_CERTFILE)"),
+              ssl_keyfile: Optional[Path] = typer.Option(
+                  None, help="the certificate's private key (PEM; MEMCTX_API_SSL_KEYFILE)")
               ) -> None:
     """Serve the HTTP API (routes under /v1; /healthz, /readyz), the proxy, MCP at /mcp and the
-    board page at /ui/; by default also migrate first and run the worker in this process."""
+    board page at /ui/; by default also migrate first and run the worker in this process. Given a
+    certificate and its key, over HTTPS."""
     import threading
 
     import uvicorn
 
     from memctx import logs
     from memctx.app import NotReady, prepare_database
-    from memctx.cli.common import BAD_INPUT, fail
+    from memctx.cli.common import BAD_INPUT, fail, tls_files
     from memctx.migrate import EmbeddingSpaceMismatch, MigrationError
 
     settings = Settings()
+    tls = tls_files(ssl_certfile or settings.api_ssl_certfile, ssl_keyfile or settings.api_ssl_keyfile)
     logs.configure(settings.log_level)  # JSON lines from the start (the migration, the worker); the app adds its request ids
     if migrate:
         try:
@@ -49,7 +56,7 @@ def serve_cmd(host: Optional[str] = typer.Option(None, help="listen address (MEM
     try:
         uvicorn.run("api.app:serve_app", factory=True, host=host or settings.api_host,
                     port=settings.api_port if port is None else port, workers=workers or settings.api_workers,
-                    timeout_keep_alive=settings.api_keep_alive_s)
+                    timeout_keep_alive=settings.api_keep_alive_s, **tls)
     finally:
         stop.set()
         if background:

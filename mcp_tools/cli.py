@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -13,7 +14,11 @@ from memctx.config import Settings
 
 def mcp_cmd(http: bool = typer.Option(False, "--http", help="serve streamable HTTP at /mcp instead of stdio"),
             host: Optional[str] = typer.Option(None, help="--http: listen address (MEMCTX_API_HOST, 127.0.0.1)"),
-            port: Optional[int] = typer.Option(None, help="--http: listen port (MEMCTX_API_PORT, 8080)")) -> None:
+            port: Optional[int] = typer.Option(None, help="--http: listen port (MEMCTX_API_PORT, 8080)"),
+            ssl_certfile: Optional[Path] = typer.Option(
+                None, help="--http: serve HTTPS with this certificate (PEM; MEMCTX_API_SSL_CERTFILE)"),
+            ssl_keyfile: Optional[Path] = typer.Option(
+                None, help="--http: the certificate's private key (PEM; MEMCTX_API_SSL_KEYFILE)")) -> None:
     """Serve the MCP tools, over stdio or streamable HTTP.
 
     stdio: the user of MEMCTX_API_KEY, the conversation MEMCTX_CONVERSATION.
@@ -23,8 +28,11 @@ def mcp_cmd(http: bool = typer.Option(False, "--http", help="serve streamable HT
     if http:
         import uvicorn
 
+        from memctx.cli.common import tls_files
+
+        tls = tls_files(ssl_certfile or settings.api_ssl_certfile, ssl_keyfile or settings.api_ssl_keyfile)
         uvicorn.run("mcp_tools.http:serve_app", factory=True, host=host or settings.api_host,
-                    port=settings.api_port if port is None else port)
+                    port=settings.api_port if port is None else port, **tls)
         return
     _serve_stdio(settings)
 

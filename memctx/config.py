@@ -175,6 +175,10 @@ class Settings(BaseSettings):
     api_host: str = Field(default="127.0.0.1", description="address `memctx serve` listens on")
     api_port: int = Field(default=8080, ge=0, le=65535, description="port `memctx serve` listens on")
     api_workers: int = Field(default=1, ge=1, description="uvicorn worker processes of `memctx serve`")
+    api_ssl_certfile: Path | None = Field(
+        default=None, description="`memctx serve` and `memctx mcp --http` serve HTTPS with this certificate (PEM, "
+                                  "the chain after it) and MEMCTX_API_SSL_KEYFILE")
+    api_ssl_keyfile: Path | None = Field(default=None, description="the certificate's private key (PEM)")
     api_keep_alive_s: float = Field(
         default=75.0, gt=0, description="how long `memctx serve` keeps an idle connection open: longer than "
                                         "clients reuse one (httpx 5 s), or a request sent as it closes is lost")

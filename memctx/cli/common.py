@@ -8,6 +8,7 @@ not print results (each command does) and holds no business logic.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import NoReturn
 from uuid import UUID
 
@@ -52,3 +53,19 @@ def conversation_id(memctx_app, user: UUID, value: str) -> UUID:
         return memctx_app.store.find_conversation(user, value).id
     except (UnknownConversation, InvalidInput):
         fail(f"unknown conversation {value!r}", BAD_INPUT)
+
+
+def tls_files(certfile: Path | None, keyfile: Path | None) -> dict[str, str]:
+    """uvicorn's options for HTTPS from a certificate and its key (both, or neither: plain HTTP);
+    a missing or unreadable file is one error line, exit code 2, before anything starts."""
+    if (certfile is None) != (keyfile is None):
+        fail("HTTPS needs both --ssl-certfile and --ssl-keyfile (MEMCTX_API_SSL_CERTFILE, "
+             "MEMCTX_API_SSL_KEYFILE)", BAD_INPUT)
+    if certfile is None or keyfile is None:
+        return {}
+    for option, path in (("--ssl-certfile", certfile), ("--ssl-keyfile", keyfile)):
+        try:
+            path.read_bytes()
+        except OSError as exc:
+            fail(f"{option} {path}: {exc.strerror or exc}", BAD_INPUT)
+    return {"ssl_certfile": str(certfile), "ssl_keyfile": str(keyfile)}
