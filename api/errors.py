@@ -10,6 +10,7 @@ OpenAI clients read.)"""
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, NoReturn
 
 import psycopg
@@ -64,6 +65,16 @@ def unavailable(exc: Exception) -> tuple[int, str, dict[str, str]]:
     return 503, detail, {"Retry-After": RETRY_AFTER_S}
 
 
+_RECORD = re.compile(r"^([A-Za-z_]+)\[(\d+)\]$")
+
+
+def record_loc(record: str | None) -> list[str | int]:
+    """The `loc` of a refusal memctx made past validation: its record, `messages[2]`, is the body's
+    `messages`, item 2; anything else is the body."""
+    match = _RECORD.match(record or "")
+    return ["body", match[1], int(match[2])] if match else ["body"]
+
+
 def install(app: FastAPI) -> None:
     generate = app.openapi
 
@@ -91,7 +102,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(InvalidInput)
     async def invalid_input(request: Request, exc: InvalidInput) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=422)
+        said = str(exc)  # names the record already ("messages[2]: …"): the item says the same
+        return JSONResponse({"detail": said, "errors": [{"loc": record_loc(exc.record), "msg": said,
+                                                         "type": "value_error"}]}, status_code=422)
 
     @app.exception_handler(BudgetTooSmall)
     async def budget_too_small(request: Request, exc: BudgetTooSmall) -> JSONResponse:

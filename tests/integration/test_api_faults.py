@@ -253,3 +253,5 @@ def test_every_error_answer_has_one_shape(api_server, api_key_for):
     documented = httpx.get(f"{api_server}/openapi.json").json()["components"]["schemas"]["HTTPValidationError"]
     assert documented["properties"]["detail"]["type"] == "string" and "errors" in documented["properties"]
     assert answers["a limit of the server"].json()["errors"][0]["loc"] == ["query", "limit"]
+    assert answers["a content memctx refuses"].json()["errors"] == [{
+        "loc": ["body", "messages", 0], "msg": "messages[0]: text contains a NUL byte", "type": "value_error"}]
