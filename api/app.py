@@ -55,7 +55,7 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
     observe.install(api)  # outside the gate: its refusals are logged and counted too
     for router_of in doors.plugged(doors.ROUTERS):  # the MCP tools at /mcp (mcp_tools.http)
         api.include_router(router_of(app, settings))
-    api.include_router(ui.router)  # the summary-board page at /ui/
+    ui.install(api)  # the summary-board page at /ui/
     return api
 
 

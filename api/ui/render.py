@@ -33,6 +33,7 @@ def page(title: str, body: str, *, signed_in: bool = True, live: str = "") -> st
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{e(title)} · memctx</title>
+<link rel="icon" href="/ui/static/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/ui/static/ui.css">
 <script src="/ui/static/ui.js" defer></script>
 </head><body{live}>
@@ -59,9 +60,10 @@ def not_found() -> str:
                              '<p><a href="/ui/">Back to your conversations</a></p></section>')
 
 
-def refused(reason: str, conversation: UUID) -> str:
+def refused(reason: str, conversation: str) -> str:
     return page("Not saved", f'<section class="card"><h1>Not saved</h1><p>{e(reason)}</p>'
-                             f'<p><a href="/ui/c/{conversation}">Back to the conversation</a></p></section>')
+                             f'<p><a href="/ui/c/{e(quote(conversation, safe=""))}">Back to the conversation</a></p>'
+                             f'</section>')
 
 
 def _when(value: datetime | None) -> str:

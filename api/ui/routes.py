@@ -23,9 +23,11 @@ from memctx.pipeline.board import edit_board_item, get_board
 from memctx.store import UnknownConversation, dashboard
 
 COOKIE = "memctx_ui"
-STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
+STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8",
+          "favicon.svg": "image/svg+xml"}
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
+root = APIRouter(include_in_schema=False)  # what a browser asks of any page of the server
 
 
 def same_origin(request: Request) -> None:
@@ -50,8 +52,25 @@ def ui_caller(request: Request) -> Caller:
 UiCaller = Annotated[Caller, Depends(ui_caller)]
 
 
-def _back(conversation: UUID, notice: str) -> RedirectResponse:
-    return RedirectResponse(f"/ui/c/{quote(str(conversation))}?done={notice}", status_code=303)
+def _back(conversation: str, notice: str) -> RedirectResponse:
+    return RedirectResponse(f"/ui/c/{quote(conversation, safe='')}?done={notice}", status_code=303)
+
+
+class NotFound(Exception):
+    """An unknown conversation, or another user's: the page's 404."""
+
+
+def _conversation_id(who: Caller, name: str) -> UUID:
+    """The caller's conversation named in the path, by UUID or external id, as the page's own
+    address names it."""
+    try:
+        return who.app.store.find_conversation(who.user_id, name).id
+    except (UnknownConversation, InvalidInput):
+        raise NotFound(name) from None
+
+
+def not_found_page(request: Request, exc: NotFound) -> HTMLResponse:
+    return HTMLResponse(render.not_found(), status_code=404)
 
 
 @router.get("/sign-in", response_class=HTMLResponse)
@@ -100,36 +119,41 @@ def conversation(conversation: str, who: UiCaller, done: str | None = None) -> H
         dashboard.recent_contexts(app.pool, user, conv.id), dashboard.version(app.pool, user, conv.id) or {}, done))
 
 
+# The actions below, like the page, take the conversation's UUID or its external id.
 @router.get("/c/{conversation}/live")
-def live(conversation: UUID, who: UiCaller) -> Response:
+def live(conversation: str, who: UiCaller) -> Response:
     """`{version, pending}`: the page polls this and redraws when the version moves."""
-    found = dashboard.version(who.app.pool, who.user_id, conversation)
+    try:
+        found = dashboard.version(who.app.pool, who.user_id, _conversation_id(who, conversation))
+    except NotFound:
+        found = None
     if found is None:
         return JSONResponse({"detail": "conversation not found"}, status_code=404)
     return JSONResponse(found, headers={"Cache-Control": "no-store"})
 
 
 @router.post("/c/{conversation}/summarize")
-def summarize(conversation: UUID, who: UiCaller) -> Response:
-    catchup.catch_up(who.app, who.user_id, conversation, force_board=True)
+def summarize(conversation: str, who: UiCaller) -> Response:
+    catchup.catch_up(who.app, who.user_id, _conversation_id(who, conversation), force_board=True)
     return _back(conversation, "summarized")
 
 
 @router.post("/c/{conversation}/regenerate")
-def regenerate(conversation: UUID, who: UiCaller) -> Response:
-    catchup.regenerate(who.app, who.user_id, conversation)
+def regenerate(conversation: str, who: UiCaller) -> Response:
+    catchup.regenerate(who.app, who.user_id, _conversation_id(who, conversation))
     return _back(conversation, "regenerated")
 
 
 @router.post("/c/{conversation}/close")
-def close(conversation: UUID, who: UiCaller) -> Response:
-    longterm.close_conversation(who.app, who.user_id, conversation, explicit=True)
+def close(conversation: str, who: UiCaller) -> Response:
+    longterm.close_conversation(who.app, who.user_id, _conversation_id(who, conversation), explicit=True)
     return _back(conversation, "closed")
 
 
 @router.post("/c/{conversation}/summaries/{summary_id}")
-def edit_summary(conversation: UUID, summary_id: UUID, who: UiCaller,
+def edit_summary(conversation: str, summary_id: UUID, who: UiCaller,
                  text: Annotated[str, Form(max_length=200_000)]) -> Response:
+    _conversation_id(who, conversation)
     try:
         catchup.edit_summary(who.app, who.user_id, summary_id, text.strip())
     except LookupError:
@@ -140,10 +164,10 @@ def edit_summary(conversation: UUID, summary_id: UUID, who: UiCaller,
 
 
 @router.post("/c/{conversation}/board/{section}/{index}")
-def edit_item(conversation: UUID, section: str, index: int, who: UiCaller,
+def edit_item(conversation: str, section: str, index: int, who: UiCaller,
               text: Annotated[str, Form(max_length=20_000)]) -> Response:
     try:
-        edit_board_item(who.app, who.user_id, conversation, section, index, text.strip())
+        edit_board_item(who.app, who.user_id, _conversation_id(who, conversation), section, index, text.strip())
     except LookupError:  # no board, no such section or item, or not the caller's conversation
         return HTMLResponse(render.not_found(), status_code=404)
     except ValueError as exc:  # empty, NUL bytes: said on the page, nothing stored
@@ -162,3 +186,10 @@ def static(name: str) -> Response:
     if name not in STATIC:
         raise HTTPException(404)
     return Response(_static_file(name), media_type=STATIC[name], headers={"Cache-Control": "no-cache"})
+
+
+@root.get("/favicon.ico")
+def favicon() -> Response:
+    """The page's icon, for the browsers that ask the server's root for it (the API's pages, /docs)."""
+    return Response(_static_file("favicon.svg"), media_type=STATIC["favicon.svg"],
+                    headers={"Cache-Control": "max-age=86400"})
