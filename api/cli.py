@@ -4,8 +4,9 @@ the `memctx.commands` entry point (pyproject.toml), so that the core never impor
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 
@@ -90,19 +91,37 @@ def in_process_worker_settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"embed_threads": 1})
 
 
+@contextmanager
+def _owner_connections() -> Iterator:
+    """The owner's connections to a migrated database, for a key command: one at a time, opened
+    when asked. Not an App: a key is one statement, and loading the embedder, the summarizer and a
+    pool's standing connections took most of the command's seconds."""
+    from memctx import db
+    from memctx.cli.common import fail
+    from memctx.migrate import NotReady, check_migrated
+
+    settings = Settings()
+    with db.command_pool(db.database_url(settings), settings) as pool:
+        try:
+            with pool.connection() as conn:
+                check_migrated(conn)
+        except NotReady as exc:
+            fail(str(exc))
+        yield pool
+
+
 @keys_app.command("create")
 def create_cmd(user: str = typer.Option(..., help="the key's user UUID"),
                name: Optional[str] = typer.Option(None, help="a name to recognize the key by")) -> None:
     """Make an API key for a user and print it: it is shown this once."""
     from memctx import keys
-    from memctx.app import open_app
     from memctx.cli.common import BAD_INPUT, fail, parse_uuid
     from memctx.models import InvalidInput
 
     owner = parse_uuid(user, "--user")
-    with open_app(Settings()) as memctx_app:
+    with _owner_connections() as pool:
         try:
-            made = keys.create_key(memctx_app.pool, owner, name)
+            made = keys.create_key(pool, owner, name)
         except InvalidInput as exc:
             fail(str(exc), BAD_INPUT)
     print(json.dumps({**made.key.as_json(), "key": made.secret}))
@@ -112,12 +131,11 @@ def create_cmd(user: str = typer.Option(..., help="the key's user UUID"),
 def list_cmd(user: str = typer.Option(..., help="the user UUID")) -> None:
     """A user's keys, one JSON line each (never the key itself)."""
     from memctx import keys
-    from memctx.app import open_app
     from memctx.cli.common import parse_uuid
 
     owner = parse_uuid(user, "--user")
-    with open_app(Settings()) as memctx_app:
-        for key in keys.list_keys(memctx_app.pool, owner):
+    with _owner_connections() as pool:
+        for key in keys.list_keys(pool, owner):
             print(json.dumps(key.as_json()))
 
 
@@ -125,13 +143,12 @@ def list_cmd(user: str = typer.Option(..., help="the user UUID")) -> None:
 def revoke_cmd(key_id: str = typer.Argument(..., help="the key's id (from `keys list`)")) -> None:
     """Revoke a key: requests with it get 401 from now on."""
     from memctx import keys
-    from memctx.app import open_app
     from memctx.cli.common import BAD_INPUT, fail, parse_uuid
 
     key = parse_uuid(key_id, "key id")
-    with open_app(Settings()) as memctx_app:
+    with _owner_connections() as pool:
         try:
-            revoked = keys.revoke_key(memctx_app.pool, key)
+            revoked = keys.revoke_key(pool, key)
         except LookupError as exc:
             fail(str(exc), BAD_INPUT)
     print(json.dumps(revoked.as_json()))

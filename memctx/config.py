@@ -13,11 +13,15 @@ import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from memctx.embed import default_model_cache
 
 
 def _default_home() -> Path:
     return Path(platformdirs.user_data_dir("memctx"))
+
+
+def default_model_cache() -> Path:
+    """Where models derived at run time are kept (the user's cache directory)."""
+    return Path(platformdirs.user_cache_dir("memctx"))
 
 
 class Settings(BaseSettings):

@@ -21,7 +21,7 @@ from uuid import UUID
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, NullConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
 from memctx.config import Settings
@@ -353,6 +353,14 @@ def make_pool(url: str, settings: Settings, *, open: bool = True) -> ConnectionP
     if open:
         pool.open(wait=True, timeout=30)
     return pool
+
+
+def command_pool(url: str, settings: Settings) -> NullConnectionPool:
+    """Connections opened when asked and closed when given back, with every memctx connection's
+    settings but no vector adapter: for a command that runs a statement or two (`memctx keys`),
+    which a pool's standing connections and an App's embedder would only slow down."""
+    return NullConnectionPool(url, kwargs=connect_kwargs(settings), timeout=settings.pool_timeout_s,
+                              open=True, name="memctx-command")
 
 
 class CallerPool:
