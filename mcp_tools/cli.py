@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -38,18 +37,21 @@ def mcp_cmd(http: bool = typer.Option(False, "--http", help="serve streamable HT
 
 
 def _serve_stdio(settings: Settings) -> None:
-    """The stdio server; when it cannot start (no usable database, an invalid key) or stops on an
-    error, one line on stderr (MCP clients show the server's stderr) and exit status 2, and an
-    embedded Postgres this process started is stopped again."""
+    """The stdio server, its log lines JSON on stderr (MCP clients show the server's stderr); when
+    it cannot start (no usable database, an invalid key) or stops on an error, one error line
+    saying why and exit status 2, and an embedded Postgres this process started is stopped again."""
+    import logging
+
     import psycopg
     from psycopg_pool import PoolTimeout
 
     from mcp_tools import stdio
-    from memctx import db
+    from memctx import db, logs
     from memctx.app import NotReady, open_app
     from memctx.cli.common import BAD_INPUT
     from memctx.migrate import EmbeddingSpaceMismatch, MigrationError
 
+    logs.configure(settings.log_level)  # one JSON object a line on stderr, as `memctx serve` writes; stdout is MCP's
     started_here = not settings.database_url and not db.embedded_status(settings).running
     problem = None
     try:
@@ -66,7 +68,7 @@ def _serve_stdio(settings: Settings) -> None:
     where = "MEMCTX_DATABASE_URL" if settings.database_url else f"the embedded database in {db.pgdata_dir(settings)}"
     line = (f"memctx mcp: {problem} ({where}; MCP clients pass the server only the variables its `env` "
             "names: set MEMCTX_HOME or MEMCTX_DATABASE_URL, and MEMCTX_API_KEY, there)")
-    print(" ".join(line.split()), file=sys.stderr, flush=True)
+    logging.getLogger("memctx.mcp").error(" ".join(line.split()))
     raise typer.Exit(BAD_INPUT)
 
 
