@@ -171,6 +171,11 @@ class Settings(BaseSettings):
                                           description="the proxy's OpenAI-compatible server (usually https://api.openai.com/v1); unset, the proxy answers 503")
     upstream_api_key: SecretStr | None = Field(default=None, description="the proxy's key for the upstream")
     upstream_timeout_s: float = Field(default=120.0, gt=0, description="timeout of one upstream call")
+    proxy_mode: Literal["live", "shadow"] = Field(
+        default="live", description="'live': the upstream gets the working context in place of the history; "
+                                    "'shadow': it gets the client's request as sent, byte for byte, while memctx "
+                                    "stores the turn and records the context it would have sent. A request's "
+                                    "X-Memctx-Mode header, else the conversation's own mode, comes first")
     proxy_token_budgets: dict[str, int] = Field(
         default_factory=dict, description='context tokens per model, a JSON map: {"gpt-4o-mini": 8000}')
     proxy_default_token_budget: int = Field(default=4_000, ge=1,
