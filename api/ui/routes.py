@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from functools import cache
 from importlib.resources import files
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import quote, urlsplit
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from api.ui import render
+from api.ui import render, shadow as shadow_view
 from memctx.auth import Caller, Unauthorized
 from memctx.models import InvalidInput
 from memctx.pipeline import catchup, longterm
 from memctx.pipeline.board import edit_board_item, get_board
-from memctx.store import UnknownConversation, dashboard
+from memctx.store import UnknownConversation, dashboard, shadow
 
 COOKIE = "memctx_ui"
 STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8",
@@ -104,7 +104,7 @@ def conversations(who: UiCaller) -> HTMLResponse:
 
 
 @router.get("/c/{conversation}", response_class=HTMLResponse)
-def conversation(conversation: str, who: UiCaller, done: str | None = None) -> HTMLResponse:
+def conversation(conversation: str, request: Request, who: UiCaller, done: str | None = None) -> HTMLResponse:
     try:
         conv = who.app.store.find_conversation(who.user_id, conversation)
     except (UnknownConversation, InvalidInput):
@@ -116,7 +116,14 @@ def conversation(conversation: str, who: UiCaller, done: str | None = None) -> H
     return HTMLResponse(render.conversation(
         conv, overview, board, dashboard.messages_by_ids(app.pool, user, conv.id, source_ids),
         dashboard.summary_tree(app.pool, user, conv.id), catchup.live_chain(app, user, conv.id),
-        dashboard.recent_contexts(app.pool, user, conv.id), dashboard.version(app.pool, user, conv.id) or {}, done))
+        dashboard.recent_contexts(app.pool, user, conv.id), dashboard.version(app.pool, user, conv.id) or {}, done,
+        shadow=_shadow_card(who, conv.id, quote(str(conv.id)), request.app.state.settings.proxy_mode)))
+
+
+def _shadow_card(who: Caller, conv: UUID, ref: str, server_mode: str) -> str:
+    mode = shadow.proxy_mode(who.app.pool, who.user_id, conv)
+    return shadow_view.card(ref, mode, mode or server_mode, shadow.totals(who.app.pool, who.user_id, conv),
+                            shadow.series(who.app.pool, who.user_id, conv))
 
 
 # The actions below, like the page, take the conversation's UUID or its external id.
@@ -142,6 +149,13 @@ def summarize(conversation: str, who: UiCaller) -> Response:
 def regenerate(conversation: str, who: UiCaller) -> Response:
     catchup.regenerate(who.app, who.user_id, _conversation_id(who, conversation))
     return _back(conversation, "regenerated")
+
+
+@router.post("/c/{conversation}/proxy-mode")
+def proxy_mode(conversation: str, who: UiCaller, mode: Annotated[Literal["live", "shadow"], Form()]) -> Response:
+    """The one setting that switches the conversation between the shadow run and live."""
+    shadow.set_proxy_mode(who.app.pool, who.user_id, _conversation_id(who, conversation), mode)
+    return _back(conversation, f"mode-{mode}")
 
 
 @router.post("/c/{conversation}/close")

@@ -210,3 +210,35 @@ def test_the_server_s_mode_is_the_default_and_a_bad_header_is_a_422(app, setting
             bad = api.post("/v1/chat/completions", headers={"X-Memctx-Mode": "half", "X-Memctx-Conversation": "walk"},
                            json={"model": "small", "messages": [{"role": "user", "content": "hi"}]})
     assert bad.status_code == 422 and bad.json()["errors"][0]["loc"] == ["header", "X-Memctx-Mode"]
+
+
+def test_the_board_page_compares_the_two_with_a_plot_and_switches_the_conversation(
+        app, api_server, api_key_for, received, clients):
+    user = uuid.uuid4()
+    key = api_key_for(user)
+    client = clients(api_server, key, "trip", mode="shadow")
+    history: list[dict] = []
+    for text in TURNS:
+        client.ask(history, text)
+    totals = _rows(app, user, "select sum(client_tokens) as client, sum(context_tokens) as context "
+                              "from memctx.shadow_comparison")[0]
+    with httpx.Client(base_url=api_server) as page:
+        assert page.post("/ui/sign-in", data={"credential": key}).status_code == 303
+        html = page.get("/ui/c/trip").text
+        card = html.split('<section class="card shadow"', 1)[1].split("</section>", 1)[0]
+        assert f"<dd>{len(TURNS)}</dd>" in card and f"<dd>{totals['client']:,}</dd>" in card
+        assert f"<dd>{totals['context']:,}</dd>" in card
+        points = [p.split('points="', 1)[1].split('"', 1)[0] for p in card.split("<polyline")[1:]]
+        assert len(points) == 2 and all(len(p.split()) == len(TURNS) for p in points)  # a point per request, each line
+        # The requests asked for shadow mode by header: the conversation itself still follows the server (live).
+        assert "Live: the model gets" in card and "server&#x27;s setting" in card and "Switch to shadow" in card
+        switched = page.post("/ui/c/trip/proxy-mode", data={"mode": "shadow"})
+        assert switched.status_code == 303 and switched.headers["location"] == "/ui/c/trip?done=mode-shadow"
+        assert "Switch to live" in page.get(switched.headers["location"]).text
+        with httpx.Client(base_url=api_server, headers={"Authorization": f"Bearer {key}"}) as api:
+            assert api.get("/v1/conversations/trip/proxy-mode").json() == {"mode": "shadow", "effective": "shadow"}
+            assert page.post("/ui/c/trip/proxy-mode", data={"mode": "live"}).status_code == 303
+            assert api.get("/v1/conversations/trip/proxy-mode").json() == {"mode": "live", "effective": "live"}
+        after = page.get("/ui/c/trip?done=mode-live").text
+        assert "Switched to live" in after and "its own setting" in after  # the card stays: the run is recorded
+        assert page.post("/ui/c/trip/proxy-mode", data={"mode": "sometimes"}).status_code == 422
