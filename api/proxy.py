@@ -96,7 +96,8 @@ def chat_completions(body: ChatRequest, request: Request, who: CallerDep, settin
                      mode: shadow.ModeHeader = None) -> Response:
     """A chat completion with the conversation's memory: the messages memctx has not stored yet and
     the reply are stored, and the request's history is replaced by the working context for the
-    model's budget."""
+    model's budget. In shadow mode (api/shadow.py) the upstream gets the client's request as it
+    came, and that context is recorded instead."""
     upstream = _upstream(request)
     params = body.model_dump(exclude_unset=True)
     name = conversation or (body.metadata or {}).get("memctx_conversation")
