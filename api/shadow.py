@@ -107,7 +107,7 @@ def compare(counter: TokenCounter, turn: Turn, client_messages: Sequence[Mapping
 
 
 def chat_tokens(counter: TokenCounter, messages: Sequence[Mapping[str, Any]]) -> int:
-    """The tokens of chat messages as an upstream counts them: each message's overhead, role, text
+    """The tokens of chat messages, as memctx counts a context's: each message's overhead, role, text
     and tool calls, and the reply's priming."""
     total = REPLY_PRIMING
     for m in messages:
