@@ -55,7 +55,7 @@ def create_app(app: App, settings: Settings, *, close_on_shutdown: bool = False)
     observe.install(api)  # outside the gate: its refusals are logged and counted too
     for router_of in doors.plugged(doors.ROUTERS):  # the MCP tools at /mcp (mcp_tools.http)
         api.include_router(router_of(app, settings))
-    api.include_router(ui.router)  # the summary-board page at /ui/
+    ui.install(api)  # the summary-board page at /ui/
     return api
 
 
@@ -74,5 +74,5 @@ def serve_app() -> FastAPI:
     """uvicorn's factory for `memctx serve`: settings from MEMCTX_* variables."""
     settings = Settings()
     api = create_app(open_app(settings), settings, close_on_shutdown=True)
-    observe.configure_logging()
+    observe.configure_logging(settings.log_level)
     return api

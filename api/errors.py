@@ -10,6 +10,7 @@ OpenAI clients read.)"""
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, NoReturn
 
 import psycopg
@@ -47,6 +48,33 @@ FIELDS_ERROR_SCHEMA = {
 }
 
 
+# What a request meets while the database is down or busy: no connection free within
+# MEMCTX_POOL_TIMEOUT_S, or one that broke under it (a restart's AdminShutdown, a lost server).
+DATABASE_UNAVAILABLE = (PoolTimeout, psycopg.OperationalError)
+RETRY_AFTER_S = "2"
+
+
+def unavailable(exc: Exception) -> tuple[int, str, dict[str, str]]:
+    """The 503 for a DATABASE_UNAVAILABLE error: status, detail and headers. Nothing was committed."""
+    if isinstance(exc, PoolTimeout):
+        detail = ("no database connection came free in time (MEMCTX_POOL_TIMEOUT_S): the database is "
+                  "unreachable or every connection is busy; retry shortly")
+    else:
+        detail = "the database is unavailable (restarting or unreachable); retry shortly"
+    log.warning("database unavailable", extra={"fields": {"error": type(exc).__name__}})
+    return 503, detail, {"Retry-After": RETRY_AFTER_S}
+
+
+_RECORD = re.compile(r"^([A-Za-z_]+)\[(\d+)\]$")
+
+
+def record_loc(record: str | None) -> list[str | int]:
+    """The `loc` of a refusal memctx made past validation: its record, `messages[2]`, is the body's
+    `messages`, item 2; anything else is the body."""
+    match = _RECORD.match(record or "")
+    return ["body", match[1], int(match[2])] if match else ["body"]
+
+
 def install(app: FastAPI) -> None:
     generate = app.openapi
 
@@ -74,23 +102,19 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(InvalidInput)
     async def invalid_input(request: Request, exc: InvalidInput) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=422)
+        said = str(exc)  # names the record already ("messages[2]: …"): the item says the same
+        return JSONResponse({"detail": said, "errors": [{"loc": record_loc(exc.record), "msg": said,
+                                                         "type": "value_error"}]}, status_code=422)
 
     @app.exception_handler(BudgetTooSmall)
     async def budget_too_small(request: Request, exc: BudgetTooSmall) -> JSONResponse:
         return fields_answer([{"loc": ["body", "token_budget"], "msg": str(exc), "type": "value_error"}])
 
     @app.exception_handler(PoolTimeout)
-    async def busy(request: Request, exc: PoolTimeout) -> JSONResponse:
-        return JSONResponse({"detail": "every database connection is busy; retry shortly"}, status_code=503,
-                            headers={"Retry-After": "1"})
-
     @app.exception_handler(psycopg.OperationalError)
-    async def database_unavailable(request: Request, exc: psycopg.OperationalError) -> JSONResponse:
-        # a restart (AdminShutdown), a lost connection, a server starting up: nothing was committed
-        log.warning("database unavailable", extra={"fields": {"error": type(exc).__name__}})
-        return JSONResponse({"detail": "the database is unavailable (restarting or unreachable); retry shortly"},
-                            status_code=503, headers={"Retry-After": "2"})
+    async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        status, detail, headers = unavailable(exc)
+        return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
     @app.exception_handler(UnknownConversation)
     async def unknown_conversation(request: Request, exc: UnknownConversation) -> JSONResponse:

@@ -15,6 +15,7 @@ import json
 import anyio
 from starlette.routing import Match
 
+from api.errors import DATABASE_UNAVAILABLE, unavailable
 from memctx.auth import Unauthorized, bearer
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
@@ -31,10 +32,18 @@ class Gate:
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
-        if scope["path"].startswith(AUTHENTICATED) and not await _authenticated(scope, headers):
-            _name_route(scope)
-            await _answer(send, 401, "invalid or missing credentials", [(b"www-authenticate", b"Bearer")])
-            return
+        if scope["path"].startswith(AUTHENTICATED):
+            try:
+                authenticated = await _authenticated(scope, headers)
+            except DATABASE_UNAVAILABLE as exc:  # answered here: the handler would wait for a connection again
+                _name_route(scope)
+                status, detail, headers = unavailable(exc)
+                await _answer(send, status, detail, [(k.lower().encode(), v.encode()) for k, v in headers.items()])
+                return
+            if not authenticated:
+                _name_route(scope)
+                await _answer(send, 401, "invalid or missing credentials", [(b"www-authenticate", b"Bearer")])
+                return
         length = headers.get(b"content-length", b"")
         if length.isdigit() and int(length) > self.max_body_bytes:
             _name_route(scope)
@@ -106,7 +115,9 @@ async def _authenticated(scope, headers: dict[bytes, bytes]) -> bool:
         user = await anyio.to_thread.run_sync(authenticator.user, credential)
     except Unauthorized:
         return False
-    except Exception:  # the database is down, say: the handler's own check answers it (503)
+    except DATABASE_UNAVAILABLE:
+        raise
+    except Exception:  # anything else: the handler's own check meets it and answers it
         return True
     scope.setdefault("state", {})[CHECKED] = (credential, user)
     return True

@@ -127,7 +127,8 @@ def install(app: FastAPI) -> None:
 
 
 # The context request log -------------------------------------------------------------------------
-def record_context(caller: Caller, conversation_id: UUID, wc: WorkingContext, kind: Literal["context", "proxy"], *,
+def record_context(caller: Caller, conversation_id: UUID, wc: WorkingContext,
+                   kind: Literal["context", "proxy", "shadow"], *,
                    query_stored_at: int | None = None, model: str | None = None,
                    timings_ms: Mapping[str, float] | None = None, upstream_status: int | None = None,
                    conn: psycopg.Connection | None = None) -> LoggedRequest:

@@ -21,13 +21,14 @@ import json
 import logging
 import time
 from contextlib import ExitStack
-from typing import Annotated, Any, Iterator
+from typing import Annotated, Any, Callable, Iterator, Literal
 from uuid import UUID
 
 import openai
 from fastapi import APIRouter, FastAPI, Header, HTTPException, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from api import shadow
 from api.chat_format import (ChatRequest, StreamReply, Turn, completion_as_stream, message_key, reply_message,
                              split_turn, to_new_message, unstored)
 from api.deps import CallerDep, SettingsDep
@@ -38,7 +39,7 @@ from memctx.assemble import WorkingContext, assembler_for
 from memctx.auth import Caller
 from memctx.config import Settings
 from memctx.store import PreparedMessage
-from memctx.store.requests import IdempotencyKey, claim_key, complete_key
+from memctx.store.requests import IdempotencyKey, LoggedRequest, claim_key, complete_key
 
 log = logging.getLogger("memctx.api.proxy")
 
@@ -90,11 +91,13 @@ def models(request: Request, who: CallerDep) -> Response:
 
 
 @router.post("/v1/chat/completions")
-def chat_completions(body: ChatRequest, request: Request, who: CallerDep, settings: SettingsDep,
-                     conversation: ConversationHeader = None, idempotency_key: IdempotencyKeyHeader = None) -> Response:
+def chat_completions(body: ChatRequest, request: Request, who: CallerDep, settings: SettingsDep, raw: shadow.RawBody,
+                     conversation: ConversationHeader = None, idempotency_key: IdempotencyKeyHeader = None,
+                     mode: shadow.ModeHeader = None) -> Response:
     """A chat completion with the conversation's memory: the messages memctx has not stored yet and
     the reply are stored, and the request's history is replaced by the working context for the
-    model's budget."""
+    model's budget. In shadow mode (api/shadow.py) the upstream gets the client's request as it
+    came, and that context is recorded instead."""
     upstream = _upstream(request)
     params = body.model_dump(exclude_unset=True)
     name = conversation or (body.metadata or {}).get("memctx_conversation")
@@ -127,6 +130,9 @@ def chat_completions(body: ChatRequest, request: Request, who: CallerDep, settin
     call = _Call(who, conv, wc, turn, body.model, idempotency_key, query_seq)
     messages = [*wc.messages[:-1], turn.query, *turn.tail]
     extra = _passed_through(params)
+    if shadow.wanted(mode, who, conv, settings):  # the upstream gets the client's bytes; `messages` is recorded
+        upstream = shadow.shadow_call(call, upstream, raw, request.headers.get("content-type", "application/json"),
+                                      params["messages"], messages)
     if body.stream:
         return call.stream(upstream, messages, extra)
     return call.once(upstream, messages, extra)
@@ -199,6 +205,8 @@ class _Call:
         self.model, self.idempotency_key, self.query_seq = model, idempotency_key, query_seq
         self.started = time.perf_counter()
         self.streamed = False
+        self.kind: Literal["proxy", "shadow"] = "proxy"  # api.shadow makes it a shadow call
+        self.on_logged: Callable[[Any, LoggedRequest], None] | None = None  # run beside the log row
 
     def once(self, upstream: openai.OpenAI, messages: list[dict], extra: dict[str, Any]) -> Response:
         try:
@@ -258,5 +266,8 @@ class _Call:
                 conn, user_id=who.user_id, key=self.idempotency_key, response=completion))
             if first:
                 who.app.store.append_messages(who.user_id, self.conversation, [reply], embed=False, conn=conn)
-            record_context(who, self.conversation, self.wc, "proxy", query_stored_at=self.query_seq, model=self.model,
-                           timings_ms={"upstream": round(elapsed * 1000, 3)}, upstream_status=status, conn=conn)
+            logged = record_context(who, self.conversation, self.wc, self.kind, query_stored_at=self.query_seq,
+                                    model=self.model, timings_ms={"upstream": round(elapsed * 1000, 3)},
+                                    upstream_status=status, conn=conn)
+            if self.on_logged is not None:
+                self.on_logged(conn, logged)

@@ -77,6 +77,18 @@ class ConversationPage(BaseModel):
     next_offset: int | None = Field(description="offset of the next page; null on the last one")
 
 
+class ProxyModeIn(Body):
+    mode: Literal["live", "shadow"] | None = Field(
+        description="'shadow': the proxy sends the client's requests as they come and records the context it "
+                    "would have sent; 'live': it sends the working context; null: the server's MEMCTX_PROXY_MODE")
+
+
+class ProxyModeOut(BaseModel):
+    mode: Literal["live", "shadow"] | None = Field(description="the conversation's own mode; null: the server's")
+    effective: Literal["live", "shadow"] = Field(
+        description="what a request without an X-Memctx-Mode header runs in")
+
+
 # Messages --------------------------------------------------------------------------------------
 class MessageIn(Body):
     role: Role

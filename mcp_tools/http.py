@@ -28,6 +28,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from mcp_tools.server import Binding, build_server
+from memctx import logs
 from memctx.app import App, open_app
 from memctx.auth import Authenticator, Caller, Unauthorized, bearer
 from memctx.config import Settings
@@ -95,4 +96,6 @@ def serve_app() -> FastAPI:
 
     http_app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
     http_app.include_router(router(memctx_app, settings))
+    # One JSON object a line, uvicorn's too, as `memctx serve` writes (set once the app is built).
+    logs.configure(settings.log_level, loggers=("memctx", "uvicorn", "uvicorn.error"))
     return http_app

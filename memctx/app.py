@@ -19,7 +19,8 @@ from psycopg_pool import ConnectionPool
 from memctx import db
 from memctx.config import Settings
 from memctx.embed import Embedder
-from memctx.migrate import EmbeddingSpaceMismatch, MigrationError, configure_embedding_space, discover, migrate
+from memctx.migrate import (EmbeddingSpaceMismatch, MigrationError, NotReady, check_migrated,
+                            configure_embedding_space, migrate)
 from memctx.providers import make_embedder, make_summarizer
 from memctx.search import WebSearch
 from memctx.store import MessageStore
@@ -30,10 +31,6 @@ from memctx.tokens import TokenCounter, get_counter
 # Users whose scoped App is kept for reuse: with it their assembler (and its caches) lives on
 # between requests instead of being built again for each.
 SCOPED_APPS = 1024
-
-
-class NotReady(RuntimeError):
-    """The database is not migrated, or was built for another embedder."""
 
 
 @dataclass(eq=False)  # one App is one set of connections: compared and hashed by identity
@@ -94,15 +91,8 @@ def prepare_database(settings: Settings, url: str | None = None, embedder: Embed
 
 
 def check_database(conn, embedder: Embedder) -> None:
-    latest = max(m.version for m in discover())
-    try:
-        row = conn.execute("select max(version) as v from memctx.schema_migrations").fetchone()
-        space = conn.execute("select model, dim from memctx.embedding_space").fetchone()
-    except Exception as exc:  # undefined table: never migrated
-        conn.rollback()
-        raise NotReady("the database is not migrated: run `memctx migrate`") from exc
-    if row["v"] is None or row["v"] < latest:
-        raise NotReady(f"the database is at migration {row['v']}, this memctx needs {latest}: run `memctx migrate`")
+    check_migrated(conn)
+    space = conn.execute("select model, dim from memctx.embedding_space").fetchone()
     if space is None:
         raise NotReady("no embedding space configured: run `memctx migrate`")
     if (space["model"], space["dim"]) != (embedder.name, embedder.dim):

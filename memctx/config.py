@@ -13,11 +13,15 @@ import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from memctx.embed import default_model_cache
 
 
 def _default_home() -> Path:
     return Path(platformdirs.user_data_dir("memctx"))
+
+
+def default_model_cache() -> Path:
+    """Where models derived at run time are kept (the user's cache directory)."""
+    return Path(platformdirs.user_cache_dir("memctx"))
 
 
 class Settings(BaseSettings):
@@ -36,10 +40,20 @@ class Settings(BaseSettings):
                     "such as 2GB")
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=8, ge=1)
+    pool_timeout_s: float = Field(
+        default=2.0, gt=0, description="how long a request waits for a database connection before it is answered "
+                                       "503 with Retry-After (the database down, or every connection busy)")
+    connect_timeout_s: int = Field(
+        default=5, ge=1, description="how long one attempt to connect to Postgres waits (libpq's connect_timeout; "
+                                     "the database URL's own connect_timeout wins)")
     statement_timeout_ms: int = Field(default=30_000, ge=0)
     gc_freeze: bool = Field(
         default=True, description="the first App of a process moves every object alive then (the imported "
                                   "libraries') out of the cyclic garbage collector's reach (gc.freeze)")
+
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info", description="the lowest level `memctx serve`, `memctx worker` and `memctx mcp` log; at any "
+                                    "level no line carries a message, a query, a URL asked or a credential")
 
     # Tokens and input limits -------------------------------------------------------------
     token_encoding: str = Field(default="cl100k_base", description="tiktoken encoding, loaded offline")
@@ -160,6 +174,11 @@ class Settings(BaseSettings):
                                           description="the proxy's OpenAI-compatible server (usually https://api.openai.com/v1); unset, the proxy answers 503")
     upstream_api_key: SecretStr | None = Field(default=None, description="the proxy's key for the upstream")
     upstream_timeout_s: float = Field(default=120.0, gt=0, description="timeout of one upstream call")
+    proxy_mode: Literal["live", "shadow"] = Field(
+        default="live", description="'live': the upstream gets the working context in place of the history; "
+                                    "'shadow': it gets the client's request as sent, byte for byte, while memctx "
+                                    "stores the turn and records the context it would have sent. A request's "
+                                    "X-Memctx-Mode header, else the conversation's own mode, comes first")
     proxy_token_budgets: dict[str, int] = Field(
         default_factory=dict, description='context tokens per model, a JSON map: {"gpt-4o-mini": 8000}')
     proxy_default_token_budget: int = Field(default=4_000, ge=1,
@@ -173,6 +192,10 @@ class Settings(BaseSettings):
     api_host: str = Field(default="127.0.0.1", description="address `memctx serve` listens on")
     api_port: int = Field(default=8080, ge=0, le=65535, description="port `memctx serve` listens on")
     api_workers: int = Field(default=1, ge=1, description="uvicorn worker processes of `memctx serve`")
+    api_ssl_certfile: Path | None = Field(
+        default=None, description="`memctx serve` and `memctx mcp --http` serve HTTPS with this certificate (PEM, "
+                                  "the chain after it) and MEMCTX_API_SSL_KEYFILE")
+    api_ssl_keyfile: Path | None = Field(default=None, description="the certificate's private key (PEM)")
     api_keep_alive_s: float = Field(
         default=75.0, gt=0, description="how long `memctx serve` keeps an idle connection open: longer than "
                                         "clients reuse one (httpx 5 s), or a request sent as it closes is lost")

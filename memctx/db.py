@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +19,10 @@ from typing import Iterator
 from uuid import UUID
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, NullConnectionPool
+from psycopg_pool.base import AttemptWithBackoff
 
 from memctx.config import Settings
 
@@ -260,7 +263,12 @@ def connect_kwargs(settings: Settings) -> dict:
     options = f"-c search_path={SEARCH_PATH.replace(' ', '')} -c timezone=UTC"
     if settings.statement_timeout_ms:
         options += f" -c statement_timeout={settings.statement_timeout_ms}"
-    return {"options": options, "row_factory": dict_row}
+    kwargs = {"options": options, "row_factory": dict_row}
+    # A server that does not answer (a host gone from the network) holds a connection attempt no
+    # longer than this, not the system's TCP timeout (minutes); the URL's own value wins.
+    if "connect_timeout" not in conninfo_to_dict(settings.database_url or ""):
+        kwargs["connect_timeout"] = settings.connect_timeout_s
+    return kwargs
 
 
 def configure_connection(conn: psycopg.Connection) -> None:
@@ -281,19 +289,78 @@ def connect(url: str, settings: Settings, **extra) -> psycopg.Connection:
     return conn
 
 
+# The longest wait between two attempts to reconnect to a server that went away, and how long a
+# connection of the pool is tried again before its place is given up (psycopg: 5 minutes, which
+# kept every place of the pool retrying, and logging it, all through an outage). A place given up
+# comes back when a request waits for a connection: the pool grows again, one attempt at a time.
+RECONNECT_MAX_DELAY_S = 1.0
+RECONNECT_GIVE_UP_S = 5.0
+
+
+class _CappedBackoff(AttemptWithBackoff):
+    """psycopg's backoff (1 s, doubling), never longer than RECONNECT_MAX_DELAY_S."""
+
+    def update_delay(self, now: float) -> None:
+        super().update_delay(now)
+        self.delay = min(self.delay, RECONNECT_MAX_DELAY_S)
+
+
+class Pool(ConnectionPool):
+    """psycopg's pool, made to answer fast while the server is down and to recover fast once it is
+    back.
+
+    - A checkout waits at most `pool_timeout_s` (the pool's `timeout`), then raises PoolTimeout,
+      which the API answers 503 with Retry-After.
+    - A connection the server closed while it sat idle in the pool (a restart writes its FATAL and
+      closes the socket) is noticed at checkout by a poll of its socket, not a round trip; the
+      pool's other idle connections are checked then too, so the request gets a new one, not the
+      next dead one.
+    - Reconnecting retries at most RECONNECT_MAX_DELAY_S apart. psycopg's own delay doubles with
+      each failure: after a 40 s outage its next attempt came ~20 s after the server was back.
+      While the server stays down, only a request waiting for a connection keeps one attempt
+      going (RECONNECT_GIVE_UP_S).
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, check=self._check_idle, reconnect_timeout=RECONNECT_GIVE_UP_S, **kwargs)
+
+    def _check_idle(self, conn: psycopg.Connection) -> None:
+        poll = select.poll()
+        poll.register(conn.fileno(), select.POLLIN | select.POLLPRI)
+        if not poll.poll(0):
+            return  # nothing arrived while it was idle: as the server left it
+        try:
+            self.check_connection(conn)  # reads what arrived: an error when the server closed it
+        except psycopg.Error:
+            self.check()  # the others were probably closed with it
+            raise
+
+    def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
+        super()._add_connection(attempt or _CappedBackoff(timeout=self.reconnect_timeout), growing)
+
+
 def make_pool(url: str, settings: Settings, *, open: bool = True) -> ConnectionPool:
-    pool = ConnectionPool(
+    pool = Pool(
         url,
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
         kwargs=connect_kwargs(settings),
         configure=configure_connection,
+        timeout=settings.pool_timeout_s,
         open=False,
         name="memctx",
     )
     if open:
         pool.open(wait=True, timeout=30)
     return pool
+
+
+def command_pool(url: str, settings: Settings) -> NullConnectionPool:
+    """Connections opened when asked and closed when given back, with every memctx connection's
+    settings but no vector adapter: for a command that runs a statement or two (`memctx keys`),
+    which a pool's standing connections and an App's embedder would only slow down."""
+    return NullConnectionPool(url, kwargs=connect_kwargs(settings), timeout=settings.pool_timeout_s,
+                              open=True, name="memctx-command")
 
 
 class CallerPool:

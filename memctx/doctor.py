@@ -8,6 +8,8 @@ as one line (what failed and what to do), never a traceback:
   content (a cache beside the embedded data, keyed by the binary's SHA-256);
 - in a scratch database: the server and pgvector versions, a vector cast, a cosine distance, an
   HNSW build and an index scan, full-text search;
+- how the database is reached: a warning when another machine's database is reached without
+  TLS, or over TLS that does not check the server's certificate;
 - the offline tiktoken encoding and the embedding model.
 
 A backend killed by a signal is read back from the server log and named. It must not touch the
@@ -18,6 +20,7 @@ create databases, in a transaction it rolls back).
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import os
 import platform
@@ -62,6 +65,7 @@ class Check:
     ok: bool
     detail: str
     skipped: bool = False
+    warn: bool = False  # it runs, but something a user should change (a database reached in clear)
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -330,6 +334,57 @@ def run_database_checks(admin_url: str, log_file: Path | None,
     return results
 
 
+# How the database is reached --------------------------------------------------------------------
+def check_transport(url: str) -> Check:
+    """How memctx's connections reach the database at `url` (see `transport_verdict`)."""
+    try:
+        with psycopg.connect(url, connect_timeout=5, application_name="memctx doctor") as conn:
+            # TLS as this client negotiated it (a pooler in front of the server may end it); the
+            # server's view names the protocol and cipher when it is the server that speaks TLS.
+            encrypted = conn.pgconn.ssl_in_use
+            row = conn.execute("select version, cipher from pg_stat_ssl where pid = pg_backend_pid() and ssl"
+                               ).fetchone()
+            host, address = conn.info.host, conn.info.hostaddr
+            sslmode = next((o.val.decode() for o in conn.pgconn.info if o.keyword == b"sslmode" and o.val), "prefer")
+    except psycopg.Error as exc:
+        return Check("transport", True, f"not checked: {str(exc).strip().splitlines()[0]}", skipped=True)
+    return transport_verdict(host, address, sslmode, encrypted, *(row or (None, None)))
+
+
+def transport_verdict(host: str, address: str, sslmode: str, encrypted: bool, version: str | None,
+                      cipher: str | None) -> Check:
+    """A Unix socket or a loopback address (nothing crosses a network), TLS that checks the
+    server's certificate and name, or a warning: another machine reached in clear (every message,
+    embedding and summary crosses the network readable), or over TLS that does not check who
+    answers."""
+    if host.startswith("/") or host.startswith("@"):
+        return Check("transport", True, f"a Unix socket ({host}): nothing crosses a network")
+    where = host if host == address or not address else f"{host} ({address})"
+    tls = f"{version} ({cipher})" if version else "TLS"
+    if encrypted and sslmode == "verify-full":
+        return Check("transport", True, f"{where}: {tls}, the server's certificate and name checked "
+                                        f"(sslmode=verify-full)")
+    if _loopback(address or host):
+        return Check("transport", True, f"{where}, a loopback address, {tls if encrypted else 'no TLS'}: nothing "
+                                        f"crosses a network")
+    fix = "set sslmode=verify-full and sslrootcert=<the server's CA> in MEMCTX_DATABASE_URL"
+    if encrypted:
+        checked = "its certificate checked but not its name" if sslmode == "verify-ca" else "its certificate not checked"
+        return Check("transport", True, f"{where}: {tls}, {checked} (sslmode={sslmode}): whoever answers for that "
+                                        f"address could read it; {fix}", warn=True)
+    return Check("transport", True, f"{where} is reached without TLS (sslmode={sslmode}): messages, embeddings and "
+                                    f"summaries cross the network readable; {fix}", warn=True)
+
+
+def _loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
 # Tokens and embeddings -----------------------------------------------------------------------
 def check_tokens(settings: Settings) -> Check:
     from memctx.tokens import get_counter
@@ -372,5 +427,6 @@ def run(settings: Settings) -> list[Check]:
         checks.append(check_build(embedded_binaries(), cache=settings.home / BUILD_SCAN_CACHE))
         log_file = pgdata / "log"
     checks += run_database_checks(admin_url, log_file)
+    checks.append(check_transport(admin_url))
     checks += [check_tokens(settings), check_embedder(settings)]
     return checks

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Iterator, Literal, Protocol, Sequence
 
 import numpy as np
-import platformdirs
+
+from memctx.config import default_model_cache
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +48,6 @@ def embed_query(embedder: Embedder, query: str) -> np.ndarray:
 def _normalize(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
-
-
-def default_model_cache() -> Path:
-    """Where models derived at run time are kept (the user's cache directory)."""
-    return Path(platformdirs.user_cache_dir("memctx"))
 
 
 def _model_path() -> Path:

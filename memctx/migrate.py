@@ -139,3 +139,20 @@ def configure_embedding_space(conn: psycopg.Connection, model: str, dim: int) ->
 
 class EmbeddingSpaceMismatch(RuntimeError):
     """The database holds embeddings of another model or dimension than the configured one."""
+
+
+class NotReady(RuntimeError):
+    """The database is not migrated, or was built for another embedder."""
+
+
+def check_migrated(conn: psycopg.Connection) -> None:
+    """NotReady unless every migration of this memctx is applied (nothing else is read)."""
+    latest = max(m.version for m in discover())
+    try:
+        row = conn.execute("select max(version) from memctx.schema_migrations").fetchone()
+    except psycopg.errors.UndefinedTable as exc:  # never migrated
+        conn.rollback()
+        raise NotReady("the database is not migrated: run `memctx migrate`") from exc
+    version = row[0] if isinstance(row, tuple) else next(iter(row.values()))
+    if version is None or version < latest:
+        raise NotReady(f"the database is at migration {version}, this memctx needs {latest}: run `memctx migrate`")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -67,19 +68,20 @@ def serve(fastapi_app: FastAPI, *, timeout_s: float = 15.0) -> Iterator[str]:
 
 @contextmanager
 def memctx_serve(args: list[str], env: dict[str, str], log: Path, *, cwd: Path,
-                 timeout_s: float = 60.0) -> Iterator[str]:
+                 timeout_s: float = 60.0, verify: ssl.SSLContext | None = None) -> Iterator[str]:
     """`python -m memctx serve ARGS` as a process (output in `log`), once its /readyz answers 200:
-    yields its base URL (from `--port`), then stops it with SIGINT as a user's Ctrl-C does."""
+    yields its base URL (from `--port`; https with `--ssl-certfile`, its certificate checked with
+    `verify`), then stops it with SIGINT as a user's Ctrl-C does."""
     port = args[args.index("--port") + 1]
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "memctx", *args], env=env, cwd=cwd, stdout=out, stderr=out)
-    base_url = f"http://127.0.0.1:{port}"
+    base_url = f"http{'s' if '--ssl-certfile' in args else ''}://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout_s
         while True:
             assert proc.poll() is None, f"memctx serve exited:\n{log.read_text()}"
             try:
-                ready = httpx.get(f"{base_url}/readyz", timeout=2)
+                ready = httpx.get(f"{base_url}/readyz", timeout=2, verify=verify or True)
                 if ready.status_code == 200:
                     break
                 assert ready.json()["status"] == "not ready"

@@ -19,8 +19,9 @@ def worker_cmd(dispatch_: bool = typer.Option(True, "--dispatch/--no-dispatch",
     """Run the background worker: summaries, boards, embeddings, long-term summaries."""
     from worker.main import run  # dramatiq and the broker load only when the worker runs
 
-    logs.configure()  # one JSON object a line, as `memctx serve` writes; no request URLs at info
-    run(Settings(), dispatch=dispatch_, processes=processes, threads=threads)
+    settings = Settings()
+    logs.configure(settings.log_level)  # one JSON object a line, as `memctx serve` writes; no request URLs
+    run(settings, dispatch=dispatch_, processes=processes, threads=threads)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,5 @@
-"""Conversations: create (get-or-create by external id), list (paged), get, delete."""
+"""Conversations: create (get-or-create by external id), list (paged), get, delete, and the
+proxy's mode for one conversation (live or shadow)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from fastapi import APIRouter, Query, Response
 
 from api.deps import CallerDep, ConversationPath, SettingsDep, conversation_id
 from api.errors import field_error
-from api.schemas import ConversationIn, ConversationOut, ConversationPage
+from api.schemas import ConversationIn, ConversationOut, ConversationPage, ProxyModeIn, ProxyModeOut
+from memctx.store import shadow
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
 
@@ -42,3 +44,20 @@ def delete_conversation(conversation: ConversationPath, who: CallerDep) -> Respo
     """Delete a conversation and everything derived from it."""
     who.app.store.delete_conversation(who.user_id, conversation_id(who, conversation))
     return Response(status_code=204)
+
+
+@router.get("/{conversation}/proxy-mode", response_model=ProxyModeOut)
+def get_proxy_mode(conversation: ConversationPath, who: CallerDep, settings: SettingsDep) -> ProxyModeOut:
+    """The proxy's mode for this conversation: its own, and the one its requests run in."""
+    mode = shadow.proxy_mode(who.app.pool, who.user_id, conversation_id(who, conversation))
+    return ProxyModeOut(mode=mode, effective=mode or settings.proxy_mode)
+
+
+@router.put("/{conversation}/proxy-mode", response_model=ProxyModeOut)
+def set_proxy_mode(conversation: ConversationPath, body: ProxyModeIn, who: CallerDep,
+                   settings: SettingsDep) -> ProxyModeOut:
+    """Switch the conversation between shadow and live (null: follow the server). A request's
+    X-Memctx-Mode header still decides for itself. Its history is stored in both modes, so a
+    conversation switched to live has its memory already."""
+    mode = shadow.set_proxy_mode(who.app.pool, who.user_id, conversation_id(who, conversation), body.mode)
+    return ProxyModeOut(mode=mode, effective=mode or settings.proxy_mode)

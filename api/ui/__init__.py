@@ -8,6 +8,16 @@ scoped to /ui: page script never sees it, another site cannot send it. Every req
 again to a `Caller` whose App runs under row-level security, exactly as /v1 does.
 """
 
-from api.ui.routes import router
+from fastapi import FastAPI
 
-__all__ = ["router"]
+from api.ui.routes import NotFound, not_found_page, root, router
+
+__all__ = ["install", "router"]
+
+
+def install(app: FastAPI) -> None:
+    """Add the page's routes, the server's /favicon.ico, and the page's 404 for a conversation an
+    action names that the caller does not have."""
+    app.include_router(router)
+    app.include_router(root)  # /favicon.ico
+    app.add_exception_handler(NotFound, not_found_page)

@@ -19,7 +19,10 @@ NOTICES = {"summarized": "Summarized: the tree and the board are up to date.",
            "regenerated": "Regenerated: every summary and the board were rebuilt.",
            "edited": "Summary saved. It stays as you wrote it until a regeneration.",
            "closed": "Conversation closed: its long-term summary is written.",
-           "item-edited": "Board item saved."}
+           "item-edited": "Board item saved.",
+           "mode-live": "Switched to live: the model now gets memctx's working context.",
+           "mode-shadow": "Switched to shadow: the model gets the client's own requests; memctx records what it "
+                          "would send."}
 
 
 def e(value: object) -> str:
@@ -33,6 +36,7 @@ def page(title: str, body: str, *, signed_in: bool = True, live: str = "") -> st
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{e(title)} · memctx</title>
+<link rel="icon" href="/ui/static/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/ui/static/ui.css">
 <script src="/ui/static/ui.js" defer></script>
 </head><body{live}>
@@ -59,9 +63,10 @@ def not_found() -> str:
                              '<p><a href="/ui/">Back to your conversations</a></p></section>')
 
 
-def refused(reason: str, conversation: UUID) -> str:
+def refused(reason: str, conversation: str) -> str:
     return page("Not saved", f'<section class="card"><h1>Not saved</h1><p>{e(reason)}</p>'
-                             f'<p><a href="/ui/c/{conversation}">Back to the conversation</a></p></section>')
+                             f'<p><a href="/ui/c/{e(quote(conversation, safe=""))}">Back to the conversation</a></p>'
+                             f'</section>')
 
 
 def _when(value: datetime | None) -> str:
@@ -106,7 +111,9 @@ def _pending(pending: int) -> str:
 
 def conversation(conv: Conversation, overview: ConversationOverview, board: Board | None,
                  sources: Mapping[UUID, Message], tree: Sequence[TreeNode], chain: Sequence[ChainItem],
-                 contexts: Sequence[ContextUse], version: Mapping[str, object], notice: str | None) -> str:
+                 contexts: Sequence[ContextUse], version: Mapping[str, object], notice: str | None,
+                 shadow: str = "") -> str:
+    """The conversation's page; `shadow` is its shadow-run card (api/ui/shadow.py), if any."""
     ref = quote(str(conv.id))
     note = f'<p class="notice" role="status">{e(NOTICES[notice])}</p>' if notice in NOTICES else ""
     closed = f' · closed {_when(conv.closed_at)}' if conv.closed_at else ""
@@ -126,7 +133,7 @@ def conversation(conv: Conversation, overview: ConversationOverview, board: Boar
 <div><dt>Live summaries</dt><dd>{_num(overview.live_summaries)}</dd></div>
 <div><dt>Tokens saved</dt><dd>{_num(overview.tokens_saved)}</dd></div>
 <div><dt>Saved share</dt><dd>{_share(overview)}</dd></div>
-</dl>
+</dl>{shadow}
 <div class="grid">
 <section class="card board" aria-labelledby="board-h"><h2 id="board-h">Board</h2>{_board(board, sources, ref)}</section>
 <div class="side">

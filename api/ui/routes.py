@@ -8,24 +8,26 @@ from __future__ import annotations
 
 from functools import cache
 from importlib.resources import files
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import quote, urlsplit
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from api.ui import render
+from api.ui import render, shadow as shadow_view
 from memctx.auth import Caller, Unauthorized
 from memctx.models import InvalidInput
 from memctx.pipeline import catchup, longterm
 from memctx.pipeline.board import edit_board_item, get_board
-from memctx.store import UnknownConversation, dashboard
+from memctx.store import UnknownConversation, dashboard, shadow
 
 COOKIE = "memctx_ui"
-STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
+STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8",
+          "favicon.svg": "image/svg+xml"}
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
+root = APIRouter(include_in_schema=False)  # what a browser asks of any page of the server
 
 
 def same_origin(request: Request) -> None:
@@ -50,8 +52,25 @@ def ui_caller(request: Request) -> Caller:
 UiCaller = Annotated[Caller, Depends(ui_caller)]
 
 
-def _back(conversation: UUID, notice: str) -> RedirectResponse:
-    return RedirectResponse(f"/ui/c/{quote(str(conversation))}?done={notice}", status_code=303)
+def _back(conversation: str, notice: str) -> RedirectResponse:
+    return RedirectResponse(f"/ui/c/{quote(conversation, safe='')}?done={notice}", status_code=303)
+
+
+class NotFound(Exception):
+    """An unknown conversation, or another user's: the page's 404."""
+
+
+def _conversation_id(who: Caller, name: str) -> UUID:
+    """The caller's conversation named in the path, by UUID or external id, as the page's own
+    address names it."""
+    try:
+        return who.app.store.find_conversation(who.user_id, name).id
+    except (UnknownConversation, InvalidInput):
+        raise NotFound(name) from None
+
+
+def not_found_page(request: Request, exc: NotFound) -> HTMLResponse:
+    return HTMLResponse(render.not_found(), status_code=404)
 
 
 @router.get("/sign-in", response_class=HTMLResponse)
@@ -85,7 +104,7 @@ def conversations(who: UiCaller) -> HTMLResponse:
 
 
 @router.get("/c/{conversation}", response_class=HTMLResponse)
-def conversation(conversation: str, who: UiCaller, done: str | None = None) -> HTMLResponse:
+def conversation(conversation: str, request: Request, who: UiCaller, done: str | None = None) -> HTMLResponse:
     try:
         conv = who.app.store.find_conversation(who.user_id, conversation)
     except (UnknownConversation, InvalidInput):
@@ -97,39 +116,58 @@ def conversation(conversation: str, who: UiCaller, done: str | None = None) -> H
     return HTMLResponse(render.conversation(
         conv, overview, board, dashboard.messages_by_ids(app.pool, user, conv.id, source_ids),
         dashboard.summary_tree(app.pool, user, conv.id), catchup.live_chain(app, user, conv.id),
-        dashboard.recent_contexts(app.pool, user, conv.id), dashboard.version(app.pool, user, conv.id) or {}, done))
+        dashboard.recent_contexts(app.pool, user, conv.id), dashboard.version(app.pool, user, conv.id) or {}, done,
+        shadow=_shadow_card(who, conv.id, quote(str(conv.id)), request.app.state.settings.proxy_mode)))
 
 
+def _shadow_card(who: Caller, conv: UUID, ref: str, server_mode: str) -> str:
+    mode = shadow.proxy_mode(who.app.pool, who.user_id, conv)
+    return shadow_view.card(ref, mode, mode or server_mode, shadow.totals(who.app.pool, who.user_id, conv),
+                            shadow.series(who.app.pool, who.user_id, conv))
+
+
+# The actions below, like the page, take the conversation's UUID or its external id.
 @router.get("/c/{conversation}/live")
-def live(conversation: UUID, who: UiCaller) -> Response:
+def live(conversation: str, who: UiCaller) -> Response:
     """`{version, pending}`: the page polls this and redraws when the version moves."""
-    found = dashboard.version(who.app.pool, who.user_id, conversation)
+    try:
+        found = dashboard.version(who.app.pool, who.user_id, _conversation_id(who, conversation))
+    except NotFound:
+        found = None
     if found is None:
         return JSONResponse({"detail": "conversation not found"}, status_code=404)
     return JSONResponse(found, headers={"Cache-Control": "no-store"})
 
 
 @router.post("/c/{conversation}/summarize")
-def summarize(conversation: UUID, who: UiCaller) -> Response:
-    catchup.catch_up(who.app, who.user_id, conversation, force_board=True)
+def summarize(conversation: str, who: UiCaller) -> Response:
+    catchup.catch_up(who.app, who.user_id, _conversation_id(who, conversation), force_board=True)
     return _back(conversation, "summarized")
 
 
 @router.post("/c/{conversation}/regenerate")
-def regenerate(conversation: UUID, who: UiCaller) -> Response:
-    catchup.regenerate(who.app, who.user_id, conversation)
+def regenerate(conversation: str, who: UiCaller) -> Response:
+    catchup.regenerate(who.app, who.user_id, _conversation_id(who, conversation))
     return _back(conversation, "regenerated")
 
 
+@router.post("/c/{conversation}/proxy-mode")
+def proxy_mode(conversation: str, who: UiCaller, mode: Annotated[Literal["live", "shadow"], Form()]) -> Response:
+    """The one setting that switches the conversation between the shadow run and live."""
+    shadow.set_proxy_mode(who.app.pool, who.user_id, _conversation_id(who, conversation), mode)
+    return _back(conversation, f"mode-{mode}")
+
+
 @router.post("/c/{conversation}/close")
-def close(conversation: UUID, who: UiCaller) -> Response:
-    longterm.close_conversation(who.app, who.user_id, conversation, explicit=True)
+def close(conversation: str, who: UiCaller) -> Response:
+    longterm.close_conversation(who.app, who.user_id, _conversation_id(who, conversation), explicit=True)
     return _back(conversation, "closed")
 
 
 @router.post("/c/{conversation}/summaries/{summary_id}")
-def edit_summary(conversation: UUID, summary_id: UUID, who: UiCaller,
+def edit_summary(conversation: str, summary_id: UUID, who: UiCaller,
                  text: Annotated[str, Form(max_length=200_000)]) -> Response:
+    _conversation_id(who, conversation)
     try:
         catchup.edit_summary(who.app, who.user_id, summary_id, text.strip())
     except LookupError:
@@ -140,10 +178,10 @@ def edit_summary(conversation: UUID, summary_id: UUID, who: UiCaller,
 
 
 @router.post("/c/{conversation}/board/{section}/{index}")
-def edit_item(conversation: UUID, section: str, index: int, who: UiCaller,
+def edit_item(conversation: str, section: str, index: int, who: UiCaller,
               text: Annotated[str, Form(max_length=20_000)]) -> Response:
     try:
-        edit_board_item(who.app, who.user_id, conversation, section, index, text.strip())
+        edit_board_item(who.app, who.user_id, _conversation_id(who, conversation), section, index, text.strip())
     except LookupError:  # no board, no such section or item, or not the caller's conversation
         return HTMLResponse(render.not_found(), status_code=404)
     except ValueError as exc:  # empty, NUL bytes: said on the page, nothing stored
@@ -162,3 +200,10 @@ def static(name: str) -> Response:
     if name not in STATIC:
         raise HTTPException(404)
     return Response(_static_file(name), media_type=STATIC[name], headers={"Cache-Control": "no-cache"})
+
+
+@root.get("/favicon.ico")
+def favicon() -> Response:
+    """The page's icon, for the browsers that ask the server's root for it (the API's pages, /docs)."""
+    return Response(_static_file("favicon.svg"), media_type=STATIC["favicon.svg"],
+                    headers={"Cache-Control": "max-age=86400"})

@@ -100,7 +100,7 @@ class WorkingContext:
         return [c for c in self.cuts if c.action == "compressed"]
 
     def log_entry(self, counter: TokenCounter, *, user_id: UUID, conversation_id: UUID,
-                  kind: Literal["context", "proxy"], query_stored_at: int | None = None, model: str | None = None,
+                  kind: Literal["context", "proxy", "shadow"], query_stored_at: int | None = None, model: str | None = None,
                   timings_ms: Mapping[str, float] | None = None, upstream_status: int | None = None) -> ContextRequest:
         """Its row in the context request log. `query_stored_at` is the seq of the stored query
         message (the proxy stores it): the history then counts it, up to that seq."""

@@ -18,13 +18,15 @@ def doctor_cmd(as_json: bool = typer.Option(False, "--json", help="one JSON obje
     """Check that memctx can run on this machine; exit 1 if a check fails.
 
     Checks the CPU flags, a portable Postgres build, pgvector (cast, distance, HNSW),
-    full-text search, the offline tokenizer and the embedding model, in a scratch database."""
+    full-text search (in a scratch database), how the database is reached (warn: another machine
+    in clear), the offline tokenizer and the embedding model."""
     checks = doctor.run(Settings())
     for check in checks:
         if as_json:
             print(json.dumps(check.as_json()))
             continue
-        mark = "[yellow]skip[/yellow]" if check.skipped else "[green]ok[/green]  " if check.ok else "[red]FAIL[/red]"
+        mark = ("[yellow]skip[/yellow]" if check.skipped else "[red]FAIL[/red]" if not check.ok
+                else "[yellow]warn[/yellow]" if check.warn else "[green]ok[/green]  ")
         out.print(f"{mark} {check.name:<18} {escape(check.detail)}")
     failed = [c.name for c in checks if not c.ok]
     if failed and not as_json:

@@ -9,29 +9,28 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 from uuid import UUID
 
-import psycopg
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from memctx import db, doors
-from memctx.app import NotReady, open_app, prepare_database
 from memctx.cli import context, doctor, pipeline, search
-from memctx.client import Memctx
 from memctx.cli.common import (BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, parse_uuid,
                                user_id)
 from memctx.config import Settings
-from memctx.migrate import EmbeddingSpaceMismatch, MigrationError
+from memctx.migrate import EmbeddingSpaceMismatch, MigrationError, NotReady
 from memctx.models import InvalidInput
-from memctx.pipeline.board import get_board
-from memctx.pipeline.catchup import catch_up, live_chain
-from memctx.store import DEFAULT_USER
-from memctx.store.ingest import IngestResult, ingest, load_file
+
+if TYPE_CHECKING:
+    from memctx.store.ingest import IngestResult
+
+# The library's heavier modules (the App, the store, the assembler, the pipeline: numpy, onnxruntime,
+# the openai client) are imported by the commands that use them: `memctx --help` and
+# `memctx keys create` start without them.
 
 app = typer.Typer(help="memctx: Postgres-native memory and context for LLM chat.", no_args_is_help=True,
                   rich_markup_mode="markdown",
@@ -80,6 +79,8 @@ def db_stop() -> None:
 @app.command()
 def migrate() -> None:
     """Apply pending migrations and fix the embedding space for the configured embedder."""
+    from memctx.app import prepare_database
+
     try:
         applied = prepare_database(_settings())
     except (MigrationError, EmbeddingSpaceMismatch) as exc:
@@ -88,6 +89,10 @@ def migrate() -> None:
 
 
 def _ingest_with_progress(memctx_app, path: Path, fmt: str, user: UUID) -> list[IngestResult]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from memctx.store.ingest import ingest, load_file
+
     conversations = load_file(path, fmt)
     total = sum(len(c.messages) for c in conversations)
     with Progress(
@@ -106,6 +111,10 @@ def ingest_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False, hel
     """Ingest a conversation file; prints one JSON line per conversation.
 
     One transaction: all of the file or nothing. Running it again stores nothing new."""
+    import psycopg
+
+    from memctx.app import open_app
+
     owner = user_id(user)
     try:
         with open_app(_settings()) as memctx_app:
@@ -135,6 +144,11 @@ def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file"),
     Starts the database, migrates, ingests the demo conversations and summarizes them as the worker
     would, then shows what was stored and the working context a chat handler gets for a new message
     (`memctx.connect_embedded().context(...)`), with why each line is in it."""
+    from memctx.app import open_app, prepare_database
+    from memctx.client import Memctx
+    from memctx.pipeline.catchup import catch_up
+    from memctx.store import DEFAULT_USER
+
     settings = _settings()
     applied = prepare_database(settings)
     err.print(f"database: {escape(db.database_url(settings))}  (migrations applied now: {len(applied)})",
@@ -152,6 +166,9 @@ def demo(path: Path = typer.Option(DEMO_FILE, help="a JSONL conversation file"),
 
 
 def _print_stored(memctx_app, user: UUID) -> None:
+    from memctx.pipeline.board import get_board
+    from memctx.pipeline.catchup import live_chain
+
     out = Console()
     for conv in memctx_app.store.conversation_stats(user):
         table = Table(title=f"{escape(conv['title'] or conv['external_id'] or '')}  ({conv['message_count']} messages, "
@@ -219,6 +236,8 @@ def _clip(text: str, width: int) -> str:
 @app.command("forget-user")
 def forget_user(user: str = typer.Argument(..., help="the user's UUID")) -> None:
     """Delete every row of a user, in every table."""
+    from memctx.app import open_app
+
     owner = parse_uuid(user, "user")
     with open_app(_settings()) as memctx_app:
         print(json.dumps(memctx_app.store.forget_user(owner)))
@@ -230,6 +249,8 @@ def messages_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP)
                  after: int = typer.Option(0, min=0, help="only messages after this seq"),
                  limit: Optional[int] = typer.Option(None, min=1, help="at most this many messages")) -> None:
     """Print a conversation's messages as JSON lines."""
+    from memctx.app import open_app
+
     owner = user_id(user)
     with open_app(_settings()) as memctx_app:
         conv = conversation_id(memctx_app, owner, conversation)

@@ -17,12 +17,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from memctx.pipeline import catchup, dispatch, embedding, longterm
-from memctx.pipeline.board import edit_board_item, get_board
-from memctx.app import open_app
 from memctx.cli.common import BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, fail, parse_uuid, user_id
 from memctx.config import Settings
-from memctx.store import UnknownConversation
 from memctx.summarize.types import SECTION, SECTIONS
 
 
@@ -92,6 +88,10 @@ def register(app: typer.Typer) -> None:
         """Do a conversation's pending summarization now.
 
         The board's incomplete tail is included and every summary is embedded."""
+        from memctx.app import open_app
+        from memctx.pipeline import catchup, embedding
+        from memctx.store import UnknownConversation
+
         owner = user_id(user)
         with open_app(Settings()) as memctx_app:
             conv = conversation_id(memctx_app, owner, conversation)
@@ -108,6 +108,10 @@ def register(app: typer.Typer) -> None:
                   user: Optional[str] = typer.Option(None, help=USER_HELP),
                   as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a table")) -> None:
         """Print the live chain: master, summaries high to low, raw recent messages."""
+        from memctx.app import open_app
+        from memctx.pipeline import catchup
+        from memctx.store import UnknownConversation
+
         owner = user_id(user)
         with open_app(Settings()) as memctx_app:
             conv = conversation_id(memctx_app, owner, conversation)
@@ -137,6 +141,9 @@ def register(app: typer.Typer) -> None:
                   user: Optional[str] = typer.Option(None, help=USER_HELP),
                   as_json: bool = typer.Option(False, "--json", help="JSON: every item with its sources")) -> None:
         """Print the conversation's summary board: each item with the messages it came from."""
+        from memctx.app import open_app
+        from memctx.pipeline.board import get_board
+
         owner = user_id(user)
         with open_app(Settings()) as memctx_app:
             board = get_board(memctx_app, owner, conversation_id(memctx_app, owner, conversation))
@@ -160,6 +167,9 @@ def register(app: typer.Typer) -> None:
                        text: str = typer.Argument(..., help="the item's new text"),
                        user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
         """Rewrite one board item; it keeps its sources and is marked edited."""
+        from memctx.app import open_app
+        from memctx.pipeline.board import edit_board_item
+
         owner = user_id(user)
         with open_app(Settings()) as memctx_app:
             try:
@@ -173,6 +183,10 @@ def register(app: typer.Typer) -> None:
     def close_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
                   user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
         """Close a conversation now: catch up and write its long-term summary."""
+        from memctx.app import open_app
+        from memctx.pipeline import longterm
+        from memctx.store import UnknownConversation
+
         owner = user_id(user)
         with open_app(Settings()) as memctx_app:
             conv = conversation_id(memctx_app, owner, conversation)
@@ -187,6 +201,9 @@ def register(app: typer.Typer) -> None:
                        current: Optional[str] = typer.Option(
                            None, help="the new conversation (excluded): UUID or external id")) -> None:
         """The continuity note for a user's new conversation: last conversation's summary and open items."""
+        from memctx.app import open_app
+        from memctx.pipeline import longterm
+
         owner = user_id(user)
         with open_app(Settings()) as memctx_app:
             current_id = conversation_id(memctx_app, owner, current) if current else None
@@ -197,6 +214,9 @@ def register(app: typer.Typer) -> None:
     def edit_summary_cmd(summary_id: str, text: str, user: Optional[str] = typer.Option(None, help=USER_HELP)
                          ) -> None:
         """Replace a live summary's text; it is kept (marked edited) until `summarize --regenerate`."""
+        from memctx.app import open_app
+        from memctx.pipeline import catchup
+
         owner, summary = user_id(user), parse_uuid(summary_id, "summary id")
         with open_app(Settings()) as memctx_app:
             try:
@@ -208,6 +228,9 @@ def register(app: typer.Typer) -> None:
     @app.command("backlog")
     def backlog_cmd() -> None:
         """Outbox rows waiting for the worker (and the age of the oldest)."""
+        from memctx.app import open_app
+        from memctx.pipeline import dispatch
+
         with open_app(Settings()) as memctx_app:
             b = dispatch.backlog(memctx_app)
         print(json.dumps({"pending": b.pending, "oldest_s": round(b.oldest_s, 1), "dead": b.dead,

@@ -217,6 +217,7 @@ class Dispatcher(_Loop):
         self.send = send
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.ready = threading.Event()  # set once LISTEN is active and the start-up sweep is done
+        self._failing_since: float | None = None  # when the current run of failures began
 
     def dispatch_pending(self) -> int:
         """Claim every claimable row now, user by user in one transaction (the claims pipelined:
@@ -260,7 +261,11 @@ class Dispatcher(_Loop):
                 self._listen_loop(settings)
             except Exception:  # connection lost or a query failed: reconnect, the sweep catches up
                 metrics.FAILURES.labels(kind="dispatch").inc()
-                log.exception("dispatcher error; reconnecting in 1 s")
+                if self._failing_since is None:  # once per outage with its cause; the retries quietly
+                    self._failing_since = time.monotonic()
+                    log.exception("dispatcher error; reconnecting every 1 s")
+                else:
+                    log.debug("dispatcher still failing", exc_info=True)
                 self.stopping.wait(1.0)
 
     def _listen_loop(self, settings) -> None:
@@ -268,6 +273,10 @@ class Dispatcher(_Loop):
             conn.execute(f"listen {CHANNEL}")
             self.sweep()  # after LISTEN: nothing inserted from here on can be missed
             self.ready.set()
+            if self._failing_since is not None:
+                log.info("dispatcher reconnected", extra={"fields": {
+                    "failing_s": round(time.monotonic() - self._failing_since, 1)}})
+                self._failing_since = None
             next_sweep = time.monotonic() + settings.sweep_interval_s
             while not self.stopping.is_set():
                 timeout = max(0.0, min(next_sweep - time.monotonic(), 1.0))

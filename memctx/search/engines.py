@@ -7,6 +7,7 @@ the next engine when one fails. Engines return hits (title, URL, snippet) and fe
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
@@ -22,8 +23,9 @@ ENGINES = ("searxng", "duckduckgo", "brave")
 
 
 class SearchEngine(Protocol):
-    """A web search engine: the top `max_results` hits of a query; raises on any failure.
-    `timeout_s`, when given, is the time left of a search's deadline: the whole call ends within it."""
+    """A web search engine: the top `max_results` hits of a query; raises on any failure. The whole
+    call, its answer read to the end, ends within the engine's own timeout, or within `timeout_s`
+    (the time left of a search's deadline) when that is shorter."""
 
     name: str
 
@@ -37,18 +39,20 @@ def _client(timeout_s: float, headers: dict[str, str] | None = None) -> httpx.Cl
 
 
 def _capped(own: float, cap: float | None) -> float:
+    """An engine's time: its own timeout (MEMCTX_SEARCH_TIMEOUT_S), or the time left of the
+    search's deadline when that is shorter; so an engine that is slow leaves the next one time."""
     return own if cap is None else min(own, cap)
 
 
-def _request(client: httpx.Client, method: str, url: str, within: float | None, **kwargs: Any) -> httpx.Response:
-    """The answer, read whole. With `within` (the time left of a search's deadline), the whole call
-    ends within that many seconds: an answer that drips in is cut, though each read is quick."""
-    deadline = None if within is None else time.monotonic() + within
+def _request(client: httpx.Client, method: str, url: str, within: float, **kwargs: Any) -> httpx.Response:
+    """The answer, read whole, within `within` seconds (the engine's time): an answer that drips
+    in is cut then, though each read is quick."""
+    deadline = time.monotonic() + within
     with client.stream(method, url, **kwargs) as response:
         raw = bytearray()
         for chunk in response.iter_raw():
             raw += chunk
-            if deadline is not None and time.monotonic() >= deadline:
+            if time.monotonic() >= deadline:
                 raise httpx.ReadTimeout(f"no whole answer within {within:g} s", request=response.request)
     return httpx.Response(response.status_code, headers=response.headers, content=bytes(raw),
                           request=response.request)
@@ -68,8 +72,9 @@ class SearxngEngine:
         self.timeout_s = timeout_s
 
     def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]:
-        with _client(_capped(self.timeout_s, timeout_s)) as client:
-            response = _request(client, "GET", self.url, timeout_s, params={"q": query, "format": "json"})
+        within = _capped(self.timeout_s, timeout_s)
+        with _client(within) as client:
+            response = _request(client, "GET", self.url, within, params={"q": query, "format": "json"})
             response.raise_for_status()
             rows: list[dict[str, Any]] = response.json().get("results", [])
         return [Hit(title=_text(r.get("title", "")), url=r["url"], snippet=_text(r.get("content", "")))
@@ -86,8 +91,9 @@ class DuckDuckGoEngine:
         self.timeout_s = timeout_s
 
     def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]:
-        with _client(_capped(self.timeout_s, timeout_s)) as client:
-            response = _request(client, "POST", self.url, timeout_s, data={"q": query})
+        within = _capped(self.timeout_s, timeout_s)
+        with _client(within) as client:
+            response = _request(client, "POST", self.url, within, data={"q": query})
             response.raise_for_status()
         hits: list[Hit] = []
         for result in LexborHTMLParser(response.text).css(".result"):
@@ -123,8 +129,9 @@ class BraveEngine:
 
     def search(self, query: str, max_results: int, *, timeout_s: float | None = None) -> list[Hit]:
         headers = {"X-Subscription-Token": self.api_key, "Accept": "application/json"}
-        with _client(_capped(self.timeout_s, timeout_s), headers) as client:
-            response = _request(client, "GET", self.url, timeout_s, params={"q": query, "count": max_results})
+        within = _capped(self.timeout_s, timeout_s)
+        with _client(within, headers) as client:
+            response = _request(client, "GET", self.url, within, params={"q": query, "count": max_results})
             response.raise_for_status()
             rows = response.json().get("web", {}).get("results", [])
         return [Hit(title=_text(r.get("title", "")), url=r["url"], snippet=_text(r.get("description", "")))
@@ -161,8 +168,19 @@ class EngineChain:
             try:
                 return ChainResult(engine.name, engine.search(query, max_results, timeout_s=left), tuple(errors))
             except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
-                errors.append(f"{engine.name}: {type(exc).__name__}: {exc}")
+                errors.append(f"{engine.name}: {failure(exc)}")
         raise SearchFailed("; ".join(errors) or "no search engine configured")
+
+
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+
+
+def failure(exc: Exception) -> str:
+    """Why an engine failed, without the URL it asked (its query string is the query): httpx
+    names it in a status error's text, and a report's errors reach the logs."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"{type(exc).__name__}: HTTP {exc.response.status_code}"
+    return f"{type(exc).__name__}: {_URL.sub('<url>', str(exc))}"
 
 
 def make_engines(settings: Any) -> list[SearchEngine]:

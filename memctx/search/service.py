@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -83,7 +84,8 @@ class WebSearch:
         decision = decide(query, threshold=self.options.threshold, known=known, people=people, memories=memories,
                           slm=self.slm)
         metrics.SEARCH_DECISIONS.labels("search" if decision.search else "skip", decision.by).inc()
-        log.debug("external search %s (%s): %s", "yes" if decision.search else "no", decision.by, decision.reason)
+        # Not the reason: it quotes the query's words.
+        log.debug("external search %s (%s)", "yes" if decision.search else "no", decision.by)
         return decision
 
     def external(self, query: str, *, user: UUID, people: Sequence[str] = (), known: str = "",
@@ -97,7 +99,9 @@ class WebSearch:
             return self.run(query, decision, user=user, people=people, conversation=conversation)
         except Exception as exc:  # a search must never fail the context: reported and counted instead
             metrics.SEARCH_FAILURES.labels("error").inc()
-            log.exception("external search raised")
+            # Where it raised, not what it said: an exception's text may quote the query or a URL.
+            log.error("external search raised", extra={"fields": {
+                "error": type(exc).__name__, "trace": "".join(traceback.format_tb(exc.__traceback__))}})
             return SearchReport(decision, errors=(f"{type(exc).__name__}: {exc}",))
 
     def run(self, query: str, decision: Decision, *, user: UUID, people: Sequence[str] = (),

@@ -140,6 +140,7 @@ select (select count(*) from memctx.conversations where user_id = %(user_id)s) a
        (select count(*) from memctx.outbox where user_id = %(user_id)s) as outbox,
        (select count(*) from memctx.api_keys where user_id = %(user_id)s) as api_keys,
        (select count(*) from memctx.context_requests where user_id = %(user_id)s) as context_requests,
+       (select count(*) from memctx.shadow_requests where user_id = %(user_id)s) as shadow_requests,
        (select count(*) from memctx.idempotency_keys where user_id = %(user_id)s) as idempotency_keys,
        (select count(*) from memctx.search_cache where user_id = %(user_id)s) as search_cache
 

@@ -31,7 +31,7 @@ class ContextRequest:
 
     user_id: UUID
     conversation_id: UUID
-    kind: Literal["context", "proxy"]
+    kind: Literal["context", "proxy", "shadow"]  # shadow: a proxy call in shadow mode (api/shadow.py)
     token_budget: int
     tokens_used: int
     fixed_tokens: int  # the system prompt, the reply priming and an unstored query

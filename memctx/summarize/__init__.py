@@ -6,21 +6,24 @@ extractive) write summaries, and `board` keeps the per-conversation summary boar
 chain from Postgres and writing the results is the worker's job, not this package's.
 """
 
-from memctx.summarize.board import update_board
-from memctx.summarize.chain import (
-    Action,
-    ChainElement,
-    ChainParams,
-    ChainRun,
-    apply_action,
-    chain_order,
-    expected_chain,
-    plan_next,
-    simulate,
-)
-from memctx.summarize.extractive import ExtractiveSummarizer
-from memctx.summarize.ranking import extract_summary
-from memctx.summarize.types import ENTITY_KINDS, Board, SourceText, Summarizer, SummaryDraft
+from importlib import import_module
+
+# Each name is imported on first use (PEP 562): importing one submodule (types, say, for the names
+# of the board's sections) does not load the LLM summarizer's HTTP client with it.
+_EXPORTS = {
+    "update_board": "board", "Action": "chain", "ChainElement": "chain", "ChainParams": "chain",
+    "ChainRun": "chain", "apply_action": "chain", "chain_order": "chain", "expected_chain": "chain",
+    "plan_next": "chain", "simulate": "chain", "ExtractiveSummarizer": "extractive", "FAILURE_KINDS": "llm",
+    "LLMFailure": "llm", "LLMSummarizer": "llm", "extract_summary": "ranking", "ENTITY_KINDS": "types",
+    "Board": "types", "SourceText": "types", "Summarizer": "types", "SummaryDraft": "types",
+}
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+
 
 __all__ = [
     "Action", "Board", "ChainElement", "ChainParams", "ChainRun", "ENTITY_KINDS", "ExtractiveSummarizer",
@@ -28,15 +31,3 @@ __all__ = [
     "apply_action", "chain_order", "expected_chain", "extract_summary", "plan_next", "simulate",
     "update_board",
 ]
-
-# The LLM summarizer's names, imported on first use: its module imports the openai client, which
-# costs every process ~1 s of CPU, and the default summarizer is the extractive one.
-_LLM_NAMES = ("FAILURE_KINDS", "LLMFailure", "LLMSummarizer")
-
-
-def __getattr__(name: str):
-    if name in _LLM_NAMES:
-        from memctx.summarize import llm
-
-        return getattr(llm, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -154,7 +154,8 @@ class LLMSummarizer:
         with self._lock:
             self.failures[failure.kind] += 1
             self.fallbacks[task] += 1
-        log.warning("LLM %s failed (%s); using %s instead", task, failure, self.fallback.name)
+        # The kind only: a failure's text may quote the reply, and so the conversation.
+        log.warning("LLM %s failed (%s); using %s instead", task, failure.kind, self.fallback.name)
         if self.on_failure is not None:
             self.on_failure(failure.kind)
 

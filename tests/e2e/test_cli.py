@@ -89,14 +89,31 @@ def test_unmigrated_database_says_what_to_do(admin_url):
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'create database "{name}"')
     try:
-        proc = memctx("ingest", str(ROOT / "memctx" / "data" / "demo.jsonl"),
-                      env={"MEMCTX_DATABASE_URL": make_conninfo(admin_url, dbname=name)}, check=False)
+        env = {"MEMCTX_DATABASE_URL": make_conninfo(admin_url, dbname=name)}
+        proc = memctx("ingest", str(ROOT / "memctx" / "data" / "demo.jsonl"), env=env, check=False)
         assert proc.returncode == 1 and "memctx migrate" in proc.stderr
+        keys = memctx("keys", "create", "--user", str(uuid.uuid4()), env=env, check=False)
+        assert keys.returncode == 1 and "memctx migrate" in keys.stderr and "Traceback" not in keys.stderr
     finally:
         with psycopg.connect(admin_url, autocommit=True) as conn:
             conn.execute(f'drop database "{name}" with (force)')
 
 
+
+
+def test_keys_create_loads_neither_the_embedder_nor_the_llm_client(database_url):
+    """A key is one statement: the command imports none of the libraries of embedding, the LLM
+    client or the web (it took 4-7 s when it opened a whole App for it)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "memctx", "keys", "create", "--user",
+                           "8d3e3d6e-2c43-4a8e-9b1e-6f0a3c5d7e21", "--name", "laptop"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "MEMCTX_DATABASE_URL": database_url})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    made = json.loads(proc.stdout)
+    assert made["key"].startswith("mck_") and made["name"] == "laptop"
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "psycopg" in imported  # the measure works
+    heavy = {"numpy", "onnxruntime", "openai", "tiktoken", "httpx", "selectolax", "memctx.app", "memctx.store"}
+    assert not heavy & imported, heavy & imported
 
 
 def test_a_duplicate_id_in_the_last_conversation_stores_nothing_at_all(database_url, tmp_path):

@@ -42,6 +42,8 @@ def test_a_person_reads_edits_and_summarizes_their_conversation_in_a_browser(app
                              json={"query": "Where will Ana stay?", "token_budget": 300}).status_code == 200
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 900})
+        console_errors: list[str] = []  # a missing icon or script would show here, on every page
+        page.on("console", lambda message: console_errors.append(message.text) if message.type == "error" else None)
         page.goto(f"{base}/ui/")
         page.get_by_label("API key or JWT").fill(key)
         page.get_by_role("button", name="Sign in").click()
@@ -79,6 +81,7 @@ def test_a_person_reads_edits_and_summarizes_their_conversation_in_a_browser(app
         expect(page.locator("[data-pending]")).to_be_hidden()
         expect(page.locator("li.node")).not_to_have_count(grown)
         page.locator("li.node details").first.evaluate("d => d.open = true")
+        assert not console_errors, console_errors
         shots = {"ui-desktop.png": page.screenshot(path=str(tmp_path / "ui-desktop.png"))}
         page.set_viewport_size({"width": 390, "height": 844})
         assert page.evaluate("document.documentElement.scrollWidth") <= 390  # one column, no sideways scroll

@@ -130,8 +130,15 @@ def test_keys_are_shown_once_stored_hashed_listed_and_revoked(app, api_server, d
     assert _status(api_server, made.secret) == 200
     with psycopg.connect(database_url, row_factory=dict_row) as conn:
         stored = conn.execute("select * from memctx.api_keys").fetchall()
-        assert made.secret not in json.dumps([{k: str(v) for k, v in row.items()} for row in stored])
         assert [r["key_hash"] for r in stored] == [keys.hash_key(made.secret)]
+        assert stored[0]["prefix"] == made.secret[:10]  # what `keys list` shows: 6 of its 43 random characters
+        tables = [r["t"] for r in conn.execute(
+            "select format('%I.%I', table_schema, table_name) as t from information_schema.tables "
+            "where table_schema in ('memctx', 'memctx_queue') and table_type = 'BASE TABLE'")]
+        assert "memctx.api_keys" in tables and "memctx.context_requests" in tables
+        for table in tables:  # the plain key is in no row of any table, once it has been used
+            rows = conn.execute(f"select t::text as row from {table} t").fetchall()
+            assert not [r for r in rows if made.secret[10:] in r["row"]], table
     second = keys.create_key(app.pool, user)
     assert [(k.name, k.revoked_at) for k in keys.list_keys(app.pool, user)] == [("laptop", None), (None, None)]
     keys.revoke_key(app.pool, made.key.id)

@@ -1,6 +1,8 @@
 """Faults a running API meets, each with a clear answer through the real server: not ready while
-the embedder loads, the database restarting under it (503 with Retry-After), a conversation
-deleted while its context is built (404), uploads refused before they are read (401 for no
+the embedder loads, the sessions of a database restart replaced before a request uses them, no
+connection free within MEMCTX_POOL_TIMEOUT_S (503 with Retry-After, at once, by the gate too; a
+whole outage is tests/e2e/test_database_outage.py), a conversation deleted while its context is
+built (404), uploads refused before they are read (401 for no
 credential, 413 over the size limit), and one shape for every error answer."""
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import httpx
 import psycopg
 import pytest
 
-from api_support import build_api, client, serve
+from api_support import api_key, build_api, client, serve
 from memctx.app import open_app
 from memctx.config import Settings
 
@@ -54,19 +56,40 @@ def test_readyz_answers_200_only_once_the_embedder_has_loaded(app, settings):
         assert ready.json() == {"status": "ready"}
 
 
-def test_a_database_restart_is_a_503_with_retry_after_then_requests_work_again(api_server, api_key_for, database_url):
+def test_sessions_a_restart_ended_are_never_handed_to_a_request(api_server, api_key_for, database_url):
     with client(api_server, api_key_for(uuid.uuid4())) as c:
         assert c.post("/v1/conversations", json={"external_id": "a"}).status_code == 201
+        answers = [c.get("/v1/conversations") for _ in range(4)]  # the pool holds a few sessions now
         with psycopg.connect(database_url, autocommit=True) as admin:  # what a restart does to every session
             ended = admin.execute("select pg_terminate_backend(pid) from pg_stat_activity "
                                   "where datname = current_database() and pid <> pg_backend_pid()").fetchall()
         assert ended
-        answers = [c.get("/v1/conversations") for _ in range(8)]
-    statuses = [a.status_code for a in answers]
-    assert 503 in statuses and 500 not in statuses, statuses
-    refused = next(a for a in answers if a.status_code == 503)
-    assert refused.headers["retry-after"] and "retry" in refused.json()["detail"]
-    assert statuses[-1] == 200 and [i["external_id"] for i in answers[-1].json()["items"]] == ["a"]
+        time.sleep(0.2)  # the server's goodbye reaches the idle sessions
+        answers += [c.get("/v1/conversations") for _ in range(8)]
+    # Each pooled session's socket says it was closed: the pool replaces it before a request uses it.
+    assert [a.status_code for a in answers] == [200] * 12
+    assert [i["external_id"] for i in answers[-1].json()["items"]] == ["a"]
+
+
+def test_no_connection_free_is_a_503_with_retry_after_once_the_pool_timeout_has_passed(database_url, embedder):
+    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=1, pool_timeout_s=0.5)
+    with open_app(settings, embedder=embedder) as app, serve(build_api(app, settings)) as url:
+        key = api_key(app, uuid.uuid4())
+        with client(url, key) as c:
+            assert c.post("/v1/conversations", json={"external_id": "a"}).status_code == 201
+            held = app.pool.getconn()  # every connection busy, as under a long statement
+            try:
+                answers = []
+                for method, path in (("GET", "/v1/conversations"), ("POST", "/v1/conversations")):
+                    started = time.monotonic()  # the POST is refused by the gate's key lookup
+                    answers.append((c.request(method, path, json={"external_id": "b"}), time.monotonic() - started))
+            finally:
+                app.pool.putconn(held)
+            assert c.get("/v1/conversations").status_code == 200
+    for answer, took in answers:
+        assert answer.status_code == 503 and answer.headers["retry-after"] == "2", answer.text
+        assert "MEMCTX_POOL_TIMEOUT_S" in answer.json()["detail"]
+        assert 0.4 < took < 1.5
 
 
 class _InterruptingEngine:
@@ -230,3 +253,5 @@ def test_every_error_answer_has_one_shape(api_server, api_key_for):
     documented = httpx.get(f"{api_server}/openapi.json").json()["components"]["schemas"]["HTTPValidationError"]
     assert documented["properties"]["detail"]["type"] == "string" and "errors" in documented["properties"]
     assert answers["a limit of the server"].json()["errors"][0]["loc"] == ["query", "limit"]
+    assert answers["a content memctx refuses"].json()["errors"] == [{
+        "loc": ["body", "messages", 0], "msg": "messages[0]: text contains a NUL byte", "type": "value_error"}]

@@ -112,6 +112,8 @@ def test_bad_input_is_a_4xx_naming_the_field_and_stores_nothing(small_batches, a
         assert r.status_code in (400, 422), r.text
         assert names in r.json()["detail"], r.text  # one error shape: a sentence that names the field
         assert set(r.json()) <= {"detail", "errors"}
+        if r.status_code == 422:  # and each field named in a list, block and NUL refusals too
+            assert r.json()["errors"] and all(e["loc"][0] in ("body", "query", "path") for e in r.json()["errors"])
         assert {t: _count(database_url, t, user) for t in ("conversations", "messages")} == before
 
 

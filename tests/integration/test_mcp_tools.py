@@ -75,11 +75,11 @@ def bob(app) -> Tenant:
 
 @asynccontextmanager
 async def _stdio(database_url: str, key: str, conversation: str | None,
-                 env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+                 env: dict[str, str] | None = None, errors: Path | None = None) -> AsyncIterator[ClientSession]:
     env = {"MEMCTX_DATABASE_URL": database_url, "MEMCTX_API_KEY": key, "MEMCTX_CONVERSATION": conversation or "",
            **(env or {})}
     params = StdioServerParameters(command=MEMCTX, args=["mcp"], env=env)
-    with open(os.devnull, "w") as errlog:
+    with open(errors or os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             yield session
@@ -263,6 +263,22 @@ def test_stdio_refuses_to_start_without_a_valid_key(database_url, alice):
         assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
 
 
+def test_stdio_logs_one_json_object_a_line_on_stderr_and_no_query(database_url, alice, tmp_path):
+    errors = tmp_path / "stderr"  # what an MCP client shows as the server's log
+
+    async def scenario():
+        async with _stdio(database_url, alice.key, "paint", env={"MEMCTX_LOG_LEVEL": "debug"}, errors=errors) as session:
+            await call(session, "search_conversation_history", query="quokka sunrise watercolours")
+
+    anyio.run(scenario)
+    lines = [line for line in errors.read_text().splitlines() if line.strip()]
+    assert lines  # at debug there is something to say
+    for line in lines:
+        record = json.loads(line)
+        assert isinstance(record, dict) and record["level"] in ("debug", "info", "warning", "error"), line
+    assert "quokka" not in errors.read_text()
+
+
 def test_a_blank_query_is_refused_by_the_api_as_by_mcp(api_server, alice):
     auth = {"Authorization": f"Bearer {alice.key}"}
     for query in ("", "   "):
@@ -291,6 +307,8 @@ def test_stdio_without_a_migrated_database_says_so_in_one_line_and_stops_its_pos
     assert not isinstance(caught.value, AssertionError)
     lines = [line for line in errors.read_text().splitlines() if line.strip()]
     assert len(lines) == 1, lines
-    assert "not migrated" in lines[0] and str(home) in lines[0] and "MEMCTX_HOME" in lines[0]
+    said = json.loads(lines[0])  # a JSON log line, as every line of the server is
+    assert said["level"] == "error" and said["logger"] == "memctx.mcp"
+    assert "not migrated" in said["msg"] and str(home) in said["msg"] and "MEMCTX_HOME" in said["msg"]
     status = subprocess.run([MEMCTX, "db", "status"], env=env, capture_output=True, text=True, timeout=60)
     assert "stopped" in status.stdout, status.stdout  # no orphan Postgres left behind

@@ -17,7 +17,7 @@ from memctx.assemble import get_working_context
 from memctx.config import Settings
 from memctx.models import NewMessage
 from memctx.search import EngineChain, SearchFailed, WebSearch
-from memctx.search.engines import DuckDuckGoEngine, SearxngEngine
+from memctx.search.engines import DuckDuckGoEngine, SearxngEngine, make_engines
 from memctx.search.fetch import Fetcher, FetchRefused, is_public
 from memctx.search.service import WebSearchOptions
 from memctx.search.types import Decision
@@ -229,6 +229,23 @@ def test_an_engine_answer_that_drips_in_is_cut_at_the_search_deadline():
         assert time.monotonic() - started < 2.5
     finally:
         engine.close()
+
+
+def test_an_engine_that_drips_is_cut_at_its_own_timeout_and_the_next_engine_answers(web):
+    answer = json.dumps({"results": [{"title": "Harbour news", "url": "http://example.org/harbour",
+                                      "content": "The harbour reopens on Monday."}]}).encode()
+    engine = _Site(("127.0.0.1", 0), answer, drip_s=0.3)  # each read quick, the whole answer ~8 s
+    settings = Settings(search_engines=["searxng", "duckduckgo"], searxng_url=f"http://127.0.0.1:{engine.server_address[1]}",
+                        duckduckgo_url=web.base + "/ddg/html/", search_timeout_s=1.0, search_deadline_s=10.0)
+    try:
+        started = time.monotonic()
+        found = EngineChain(make_engines(settings)).search("harbour", 3, deadline=started + settings.search_deadline_s)
+        took = time.monotonic() - started
+    finally:
+        engine.close()
+    assert found.engine == "duckduckgo" and found.hits and web.queries[-1] == "harbour"
+    assert found.errors == ("searxng: ReadTimeout: no whole answer within 1 s",)
+    assert took < 2.5  # the dripping engine had its own second, not the search's ten
 
 
 def test_a_search_fetches_cleans_and_keeps_the_snippet_of_a_refused_page(web):

@@ -46,6 +46,10 @@ def test_sign_in_sets_a_strict_http_only_cookie_and_refuses_bad_keys(api_server,
         assert c.get("/ui/static/ui.css").headers["content-type"].startswith("text/css")  # served from the package
         assert c.get("/ui/static/ui.js").headers["content-type"].startswith("text/javascript")
         assert c.get("/ui/static/x.js").status_code == 404
+        icon = c.get("/favicon.ico")  # what a browser asks of any page: no 404 in its console
+        assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml" and b"<svg" in icon.content
+        assert c.get("/ui/static/favicon.svg").content == icon.content
+        assert '<link rel="icon" href="/ui/static/favicon.svg"' in c.get("/ui/sign-in").text
 
 
 def test_the_conversation_page_shows_board_tree_chain_with_sources_escaped(ana):
@@ -82,6 +86,22 @@ def test_editing_a_summary_and_summarizing_show_on_the_page(ana, app):
     assert ana.get(f"/ui/c/{conv.id}/live").json()["pending"] == 0  # nothing left for the worker
 
 
+def test_the_actions_take_the_external_id_as_the_page_s_address_does(ana, app):
+    conv = ana.conversation
+    store_turns(app, conv.user_id, conv.id, 20, 12)
+    assert ana.get("/ui/c/lisbon/live").json()["pending"] > 0
+    r = ana.post("/ui/c/lisbon/summarize")
+    assert r.status_code == 303 and r.headers["location"] == "/ui/c/lisbon?done=summarized"
+    assert ana.get("/ui/c/lisbon/live").json()["pending"] == 0
+    assert ana.post("/ui/c/lisbon/board/entities/0", data={"text": "Tomas, Ana's partner"}).status_code == 303
+    assert "Tomas, Ana&#x27;s partner" in ana.get("/ui/c/lisbon").text
+    refused = ana.post("/ui/c/lisbon/board/entities/0", data={"text": "   "})
+    assert refused.status_code == 422 and 'href="/ui/c/lisbon"' in refused.text
+    assert ana.post("/ui/c/lisbon/close").headers["location"] == "/ui/c/lisbon?done=closed"
+    assert app.store.find_conversation(conv.user_id, "lisbon").closed_at is not None
+    assert ana.post("/ui/c/nowhere/summarize").status_code == 404
+
+
 def test_a_second_user_sees_nothing_and_changes_nothing(ana, api_server, api_key_for):
     conv = ana.conversation
     with client(api_server) as bob:
@@ -91,6 +111,7 @@ def test_a_second_user_sees_nothing_and_changes_nothing(ana, api_server, api_key
             assert bob.get(path).status_code == 404
         for action in ("summarize", "regenerate", "close"):
             assert bob.post(f"/ui/c/{conv.id}/{action}").status_code == 404
+            assert bob.post(f"/ui/c/lisbon/{action}").status_code == 404
     assert "Tomas" in ana.get("/ui/c/lisbon").text
 
 

@@ -29,7 +29,7 @@ DISTRIBUTION_COLUMN = "user_id"
 DISTRIBUTED = {
     "memctx.conversations", "memctx.messages", "memctx.message_codes", "memctx.message_terms", "memctx.summaries",
     "memctx.summary_boards", "memctx.conversation_summaries", "memctx.working_memory_chunks", "memctx.outbox",
-    "memctx.context_requests", "memctx.idempotency_keys", "memctx.search_cache",
+    "memctx.context_requests", "memctx.idempotency_keys", "memctx.search_cache", "memctx.shadow_requests",
 }
 
 # Copied whole to every node: small, and read before or beside any one user's rows.
