@@ -146,6 +146,10 @@ class Settings(BaseSettings):
                                            "the budget, the context is that history verbatim (nothing compressed)")
     context_system_prompt: str = Field(default="You are a helpful assistant. Use the conversation memory below "
                                                "when it is relevant.")
+    context_scope: Literal["conversation", "user"] = Field(
+        default="user", description="where a working context's memories come from unless a call says: 'user' (all "
+                                    "of the user's conversations: a new conversation picks up where the last ones "
+                                    "left off) or 'conversation' (only the one asked in)")
 
     # The OpenAI-compatible proxy and the request log (api/) -------------------------------------
     upstream_base_url: str | None = Field(default=None,
