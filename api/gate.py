@@ -15,6 +15,7 @@ import json
 import anyio
 from starlette.routing import Match
 
+from api import openai_errors
 from memctx.auth import Unauthorized, bearer
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
@@ -33,12 +34,13 @@ class Gate:
         headers = dict(scope["headers"])
         if scope["path"].startswith(AUTHENTICATED) and not await _authenticated(scope, headers):
             _name_route(scope)
-            await _answer(send, 401, "invalid or missing credentials", [(b"www-authenticate", b"Bearer")])
+            await _answer(send, 401, "invalid or missing credentials", [(b"www-authenticate", b"Bearer")],
+                          openai=scope["path"] in openai_errors.PATHS)
             return
         length = headers.get(b"content-length", b"")
         if length.isdigit() and int(length) > self.max_body_bytes:
             _name_route(scope)
-            await _answer(send, 413, self._too_large())
+            await _answer(send, 413, self._too_large(), openai=scope["path"] in openai_errors.PATHS)
             return
         received, started, refused = 0, False, False
 
@@ -55,7 +57,7 @@ class Gate:
                     refused = True
                     if not started:
                         started = True
-                        await _answer(send, 413, self._too_large())
+                        await _answer(send, 413, self._too_large(), openai=scope["path"] in openai_errors.PATHS)
                     return {"type": "http.disconnect"}
             return message
 
@@ -112,8 +114,10 @@ async def _authenticated(scope, headers: dict[bytes, bytes]) -> bool:
     return True
 
 
-async def _answer(send, status: int, detail: str, headers: list[tuple[bytes, bytes]] = ()) -> None:
-    body = json.dumps({"detail": detail}).encode()
+async def _answer(send, status: int, detail: str, headers: list[tuple[bytes, bytes]] = (), *,
+                  openai: bool = False) -> None:
+    """The refusal; in OpenAI's error shape on the proxy's paths (`openai`)."""
+    body = openai_errors.answer_body(status, detail) if openai else json.dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close"), *headers]})
