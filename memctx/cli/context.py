@@ -12,6 +12,7 @@ JSON goes to stdout; progress and errors go to stderr.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
@@ -34,6 +35,10 @@ def context_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
                 budget: int = typer.Option(2000, "--budget", "-b", min=1, help="token budget of the whole context"),
                 user: Optional[str] = typer.Option(None, help=USER_HELP),
                 status_quo: bool = typer.Option(False, "--status-quo", help="the last N raw messages instead"),
+                scope: Optional[str] = typer.Option(None, help="memories from all of the user's conversations (user) "
+                                                               "or this one's (conversation); default "
+                                                               "MEMCTX_CONTEXT_SCOPE"),
+                as_of: Optional[datetime] = typer.Option(None, "--as-of", help="ask at this moment (default: now)"),
                 as_json: bool = typer.Option(False, "--json", help="print the WorkingContext as JSON")) -> None:
     """Assemble the working context for a new message within a token budget."""
     from memctx.app import open_app
@@ -41,11 +46,14 @@ def context_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
     from memctx.config import Settings
     from memctx.store import UnknownConversation
 
+    if scope not in (None, "conversation", "user"):
+        fail("--scope is conversation or user", BAD_INPUT)
     owner = user_id(user)
     with open_app(Settings()) as memctx_app:
         conv = conversation_id(memctx_app, owner, conversation)
         try:
-            wc = get_working_context(memctx_app, conv, query, budget, user=owner, status_quo=status_quo or None)
+            wc = get_working_context(memctx_app, conv, query, budget, user=owner, status_quo=status_quo or None,
+                                     scope=scope, now=as_of)
         except (UnknownConversation, BudgetTooSmall) as exc:
             fail(str(exc), BAD_INPUT)
     if as_json:
@@ -60,7 +68,9 @@ def context_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
 def search_cmd(query: str = typer.Argument(..., help="what to look for"),
                conversation: Optional[str] = typer.Option(None, "--conversation", "-c", help=CONVERSATION_HELP),
                limit: int = typer.Option(10, min=1), threshold: Optional[float] = typer.Option(None),
-               user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
+               user: Optional[str] = typer.Option(None, help=USER_HELP),
+               as_of: Optional[datetime] = typer.Option(None, "--as-of", help="ask at this moment (default: now)")
+               ) -> None:
     """Memory search; prints one JSON line per memory, best first."""
     from memctx.app import open_app
     from memctx.config import Settings
@@ -69,7 +79,7 @@ def search_cmd(query: str = typer.Argument(..., help="what to look for"),
     owner = user_id(user)
     with open_app(Settings()) as memctx_app:
         conv = conversation_id(memctx_app, owner, conversation) if conversation else None
-        for memory in search_memories(memctx_app, owner, query, conv, limit=limit, threshold=threshold):
+        for memory in search_memories(memctx_app, owner, query, conv, limit=limit, threshold=threshold, now=as_of):
             print(json.dumps(memory.as_json(), ensure_ascii=False))
 
 
