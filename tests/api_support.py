@@ -9,7 +9,6 @@ wrap them.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from api.app import create_app
 from memctx import keys
 from memctx.app import App
 from memctx.config import Settings
-from memctx.evaluate.doors import serve_process
+from memctx.evaluate.doors import free_port, serve_process
 
 
 def build_api(app: App, settings: Settings) -> FastAPI:
@@ -35,12 +34,6 @@ def build_api(app: App, settings: Settings) -> FastAPI:
 def api_key(app: App, user: UUID, name: str | None = None) -> str:
     """A new API key of `user` (the plain key, as `memctx keys create` prints it)."""
     return keys.create_key(app.pool, user, name).secret
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager

@@ -117,7 +117,7 @@ class _Keys:
             keys.revoke_key(self.app.pool, made.key.id)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -164,7 +164,7 @@ def served(database_url: str, env: Mapping[str, str]) -> Iterator[str]:
     """`memctx serve` on a free loopback port over the evaluation's database, without its worker:
     its base URL."""
     with tempfile.TemporaryDirectory(prefix="memctx-eval-serve-") as home:
-        args = ["serve", "--host", "127.0.0.1", "--port", str(_free_port()), "--no-migrate", "--no-worker"]
+        args = ["serve", "--host", "127.0.0.1", "--port", str(free_port()), "--no-migrate", "--no-worker"]
         with serve_process(args, {**os.environ, **env, "MEMCTX_DATABASE_URL": database_url},
                            Path(home) / "serve.log") as base:
             yield base
