@@ -19,8 +19,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from collections import OrderedDict
-from datetime import date, datetime, timezone
+from datetime import datetime
 from functools import lru_cache
 from typing import Any, Literal, Mapping, Protocol, Sequence
 from uuid import UUID
@@ -33,8 +32,8 @@ from memctx.assemble.corrections import (Correction, Statement, replaced_note, s
                                          turn_sentences)
 from memctx.assemble.current import Compressor, CurrentItems, fit_current
 from memctx.assemble.memories import Lines, MemorySection, fill_memories, more_memories
-from memctx.assemble.render import (NO_LABELS, Labels, conversation_label, external_block, external_section,
-                                    today_line)
+from memctx.assemble.asked import ConversationNames, Question, asked_at
+from memctx.assemble.render import NO_LABELS, Labels, external_block, external_section
 from memctx.assemble.repeats import keys, memories_once
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.frozen import frozen_new
@@ -47,7 +46,7 @@ from memctx.sql import QUERIES
 from memctx.store import UnknownConversation
 from memctx.summarize.extractive import ExtractiveSummarizer
 from memctx.summarize.types import SourceText
-from memctx.tokens import REPLY_PRIMING, TokenCounter, message_tokens, messages_tokens
+from memctx.tokens import TokenCounter, message_tokens, messages_tokens
 
 
 @dataclass(frozen=True)
@@ -90,8 +89,7 @@ class ContextAssembler:
         self.options = options or ContextOptions()
         self.external = external  # None: external search is off
         self.compressor = compressor if compressor is not None else extractive_compressor(counter)
-        self._labels: OrderedDict[tuple[UUID, UUID], str] = OrderedDict()  # see `_labels_of`
-        self._labels_lock = threading.Lock()
+        self.names = ConversationNames(pool)
 
     def get_working_context(self, user: UUID, conversation: UUID, query: str, token_budget: int, *,
                             system_prompt: str | None = None, status_quo: bool | None = None,
@@ -136,7 +134,7 @@ class ContextAssembler:
         draft = _Draft(current_share, *self._fit_current(rows, opts, current_share),
                        replies=asks_for_a_reply(ask["content"]))
         memories, timings["search"] = searching.result()
-        draft.labels = self._labels_of(user, conversation, memories)
+        draft.labels = self.names.of(user, conversation, memories)
         if self.external is not None:
             t0 = time.perf_counter()
             self._add_external(draft, user, conversation, ask, available, opts, memories)
@@ -256,7 +254,7 @@ class ContextAssembler:
         shown = {t["id"] for t in history.turns} | said_already(others, _said(history.turns))
         replies = asks_for_a_reply(ask["content"])
         lines: Lines = {}
-        labels = self._labels_of(user, conversation, others)
+        labels = self.names.of(user, conversation, others)
         recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies, lines=lines,
                                  labels=labels)
         recalled = self._memories_once(others, recalled, shown, _said(history.turns), room - external_tokens,
@@ -293,27 +291,6 @@ class ContextAssembler:
         packed = fill_memories(once, shown, budget, self.counter, replies=replies, lines=lines, report_cuts=False,
                                labels=labels)
         return replace(packed, cuts=recalled.cuts)
-
-    def _labels_of(self, user: UUID, conversation: UUID, memories: Sequence[Memory]) -> Labels:
-        """How each conversation of `memories` other than the one asked in is named in the context
-        (`conversation_label`). A conversation's title and external id never change, so each is read
-        once per assembler (one statement for those not known yet; the last 10,000 are kept)."""
-        others = {m.conversation_id for m in memories if m.conversation_id != conversation}
-        if not others:
-            return NO_LABELS
-        with self._labels_lock:
-            known = {c: self._labels.get((user, c)) for c in others}
-        missing = [c for c, label in known.items() if label is None]
-        if missing:
-            with self.pool.connection() as conn:
-                rows = conn.execute(QUERIES["conversation_labels"], {"user_id": user, "ids": missing}).fetchall()
-            with self._labels_lock:
-                for row in rows:
-                    known[row["id"]] = self._labels[(user, row["id"])] = conversation_label(row["title"],
-                                                                                             row["external_id"])
-                while len(self._labels) > LABELS_KEPT:
-                    self._labels.popitem(last=False)
-        return {c.int: label for c, label in known.items() if label is not None}
 
     def _say_once(self, items: CurrentItems, recalled: MemorySection, memories: Sequence[Memory], replaced: set[str]
                   ) -> tuple[list[dict[str, str]], int]:
@@ -474,47 +451,6 @@ _SEARCHES = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-search
 # Tokens the current context must free by saying each thing once before the memories are filled
 # again with them: about a short turn's line.
 FREED_TOKENS = 20
-
-# Conversations whose names (`ContextAssembler._labels_of`) an assembler keeps.
-LABELS_KEPT = 10_000
-
-
-def asked_at(now: datetime | None) -> datetime:
-    """The moment a call is asked: `now`, UTC when naive; the present when None."""
-    if now is None:
-        return datetime.now(timezone.utc)
-    return now if now.tzinfo is not None else now.replace(tzinfo=timezone.utc)
-
-
-@dataclass(frozen=True)
-class Question:
-    """What a call asks: the query as a chat message, the system prompt ("" for none), the moment
-    it is asked, and what they cost: `fixed` with the prompt as it is, `fixed_dated` with the line
-    that says what day it is (`today_line`), which a context carrying memories adds to it."""
-
-    ask: dict[str, str]
-    prompt: str
-    now: datetime
-    fixed: int
-    fixed_dated: int
-    prompt_tokens: int  # the prompt as its own message (0: none): what a client's whole history carries too
-
-    @classmethod
-    def of(cls, counter: TokenCounter, query: str, prompt: str, now: datetime) -> "Question":
-        ask = {"role": "user", "content": query}
-        plain = _head(prompt, None)
-        return cls(ask, prompt, now, messages_tokens(counter, [*plain, ask]),
-                   messages_tokens(counter, [*_head(prompt, now.date()), ask]),
-                   messages_tokens(counter, plain) - REPLY_PRIMING if plain else 0)
-
-    def head(self, dated: bool) -> list[dict[str, str]]:
-        """The system message (none, when there is neither a prompt nor the day to say)."""
-        return _head(self.prompt, self.now.date() if dated else None)
-
-
-def _head(prompt: str, today: date | None) -> list[dict[str, str]]:
-    text = "\n".join([*([prompt] if prompt else []), *([today_line(today)] if today else [])])
-    return [{"role": "system", "content": text}] if text else []
 
 # The memories' share at which a partner turn ranked within the search's pair_rank comes along
 # with its hit; below it the rank it needs shrinks in proportion.
