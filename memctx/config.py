@@ -61,6 +61,11 @@ class Settings(BaseSettings):
                                       "'request' (inside the append, before it answers)")
     model_cache: Path = Field(default_factory=default_model_cache,
                               description="where the local embedder keeps the int8 query model it builds once")
+    query_embedding: Literal["auto", "int8", "float"] = Field(
+        default="auto", description="how the local embedder embeds search queries: 'int8' (int8 matrix products, "
+                                    "~2x faster), 'float' (the model stored texts are embedded with), or 'auto': "
+                                    "int8 where this CPU's int8 kernels agree with the float model (checked once "
+                                    "per CPU on probe questions; `memctx doctor` says which), else float")
 
     # Passages of long messages (memctx/passages.py, memctx/pipeline/passages.py) -------------
     passage_min_tokens: int = Field(default=200, ge=1, description="a message over this many tokens is also "

@@ -292,7 +292,9 @@ def check_embedder(settings: Settings) -> Check:
         return Check("embedder", False, f"{settings.embedder}: {type(exc).__name__}: {exc}")
     if vectors.shape != (1, embedder.dim):
         return Check("embedder", False, f"{embedder.name} returned shape {vectors.shape}, expected (1, {embedder.dim})")
-    return Check("embedder", True, f"{embedder.name}, {embedder.dim} dimensions")
+    query_model = getattr(embedder, "query_model", None)  # the local MiniLM's: int8 or float queries here
+    queries = f"; {query_model.describe()}" if query_model is not None else ""
+    return Check("embedder", True, f"{embedder.name}, {embedder.dim} dimensions{queries}")
 
 
 # All -----------------------------------------------------------------------------------------

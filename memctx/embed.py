@@ -12,12 +12,14 @@ touches the database.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import tempfile
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator, Protocol, Sequence
+from typing import Iterator, Literal, Protocol, Sequence
 
 import numpy as np
 import platformdirs
@@ -72,15 +74,14 @@ def int8_query_model(source: Path, cache: Path) -> Path:
     output channel, activations quantized per call; building takes a few seconds (with `onnx`).
     On LoCoMo's questions a query embeds 2.2x faster and its vector has a cosine of 0.995
     (median; least 0.992) with the float model's; a text of a word or two loses most (0.97).
-    Stored texts keep the float model, and recall against them did not move (docs/BENCHMARKS.md).
-    AVX2 without VNNI rounds differently, as near the float model (0.994; test_avx2_cpu.py).
+    Stored texts keep the float model. A CPU's int8 kernels round in their own way (AVX2 without
+    VNNI differs from AVX-512 VNNI), so the model is only used where it agrees with the float
+    model on this CPU (`check_query_model`).
     """
-    import onnxruntime as ort
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    key = f"{_contents_key(source)}:{ort.__version__}:{QUERY_MODEL_RECIPE}"
-    target = cache / f"minilm-query-int8-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
+    target = int8_query_model_path(source, cache)
     if target.exists():
         return target
     cache.mkdir(parents=True, exist_ok=True)
@@ -91,6 +92,14 @@ def int8_query_model(source: Path, cache: Path) -> Path:
         os.replace(quantized, target)  # atomic: a process building beside this one reads a whole file
     log.info("built the int8 query model %s", target)
     return target
+
+
+def int8_query_model_path(source: Path, cache: Path) -> Path:
+    """Where `int8_query_model` keeps the model built from `source` with this onnxruntime."""
+    import onnxruntime as ort
+
+    key = f"{_contents_key(source)}:{ort.__version__}:{QUERY_MODEL_RECIPE}"
+    return cache / f"minilm-query-int8-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
 
 
 def _contents_key(source: Path, edge: int = 1 << 20) -> str:
@@ -105,6 +114,93 @@ def _contents_key(source: Path, edge: int = 1 << 20) -> str:
         f.seek(max(size - edge, 0))
         digest.update(f.read(edge))
     return digest.hexdigest()
+
+
+# Chat questions of the lengths users ask, written for this check (no benchmark's). The int8
+# query model's vectors of them are compared with the float model's on each CPU kernel.
+PROBE_QUERIES = (
+    "What did I say about my sister's wedding plans?",
+    "Can you remind me which hiking boots you recommended last month?",
+    "When is my dentist appointment?",
+    "How long have I been learning the piano?",
+    "What was the name of the Thai place we talked about?",
+    "Which of my plants needs the least water?",
+    "Did I tell you what my manager thought of the quarterly report?",
+    "What should I pack for the trip to the coast next week?",
+    "How many books have I finished this year?",
+    "What was the recipe you gave me for a vegetarian chili?",
+    "Where did my parents move after they retired?",
+    "What time does my daughter's swim practice start on Saturdays?",
+    "Remind me of the error I got when the build failed yesterday.",
+    "Which laptop did I end up buying?",
+    "What are my kids into these days?",
+    "How did the job interview go?",
+    "What's the plan for the weekend?",
+    "Summarize what we decided about the kitchen renovation budget.",
+    "Who recommended the podcast about ancient history?",
+    "What is my cat's name again?",
+    "How much did I pay for the concert tickets?",
+    "What did the doctor say about my knee?",
+    "Any updates on the apartment search?",
+    "Which programming language did I say I prefer for scripts?",
+)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Cosines between the int8 query model's vectors and the float model's, on PROBE_QUERIES."""
+
+    median: float
+    least: float
+
+
+# The int8 query model embeds queries where it agrees with the float model at least this well on
+# PROBE_QUERIES. Both kernels measured (AVX-512 VNNI, AVX2 without VNNI) agree at about 0.994
+# median and 0.985 least, and there recall with int8 queries is within half a point of float
+# queries (docs/BENCHMARKS.md, "Query vectors"); a kernel or a build that rounds further than this
+# gate gets the float model. A broken model falls far below it (unrelated texts are ~0.2).
+MIN_MEDIAN_AGREEMENT = 0.985
+MIN_LEAST_AGREEMENT = 0.95
+
+
+@dataclass(frozen=True)
+class QueryModel:
+    """Which model embeds this process's search queries, and why (`memctx doctor` says it)."""
+
+    precision: Literal["int8", "float"]
+    reason: str
+    agreement: Agreement | None = None
+
+    def describe(self) -> str:
+        seen = (f" (cosine to the float model on {len(PROBE_QUERIES)} probe questions: median "
+                f"{self.agreement.median:.3f}, least {self.agreement.least:.3f})" if self.agreement else "")
+        return f"queries: {self.precision} products, {self.reason}{seen}"
+
+
+def accepts(agreement: Agreement) -> bool:
+    """Whether int8 queries may replace float ones on a kernel that agrees this well."""
+    return agreement.median >= MIN_MEDIAN_AGREEMENT and agreement.least >= MIN_LEAST_AGREEMENT
+
+
+def _read_record(path: Path) -> dict:
+    """The query model's check record; an empty one where there is none, or none readable."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        value = None
+    if isinstance(value, dict) and isinstance(value.get("kernels"), list) and isinstance(value.get("reference"), list):
+        return value
+    return {"reference": [], "kernels": []}
+
+
+def _write_record(path: Path, value: dict) -> None:
+    """Atomically, and never fatally: a read-only cache only means the check runs again."""
+    try:
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as f:
+            json.dump(value, f)
+        os.replace(f.name, path)
+    except OSError as exc:
+        log.info("could not keep the query model's check in %s (%s)", path.parent, exc)
 
 
 def _tokenizer_path() -> Path:
@@ -134,11 +230,14 @@ class LocalMiniLM:
     max_length = 256
 
     def __init__(self, *, batch_size: int = 16, threads: int = 2, max_batch_tokens: int = 4096,
-                 model_cache: Path | None = None) -> None:
+                 model_cache: Path | None = None, queries: Literal["auto", "int8", "float"] = "auto") -> None:
+        if queries not in ("auto", "int8", "float"):
+            raise ValueError(f"queries must be 'auto', 'int8' or 'float', not {queries!r}")
         self.batch_size = batch_size
         self.threads = threads
         self.max_batch_tokens = max_batch_tokens
         self.model_cache = model_cache or default_model_cache()
+        self.queries = queries
 
     @cached_property
     def _tokenizer(self):
@@ -155,16 +254,65 @@ class LocalMiniLM:
 
     @cached_property
     def _query_session(self):
-        """The session of single search queries: the int8 query model (`int8_query_model`) on one
-        thread, which sleeps instead of spinning when idle. A query runs beside the database's
-        search and the context's fitting on the same cores; two spinning threads took CPU from
-        both (get_working_context p95 45 -> 35 ms on LoCoMo, 2 cores; docs/BENCHMARKS.md)."""
+        """The session of single search queries, on one thread that sleeps instead of spinning
+        when idle: a query runs beside the database's search and the context's fitting on the
+        same cores, and two spinning threads took CPU from both. Its model is `query_model`'s."""
+        return self._query_choice[1]
+
+    @property
+    def query_model(self) -> QueryModel:
+        """Which model embeds queries here: the int8 query model (`int8_query_model`, ~2x faster)
+        where `queries` allows it and, for 'auto', where it agrees with the float model on this
+        CPU's kernels (`check_query_model`); else the float model, as stored texts are embedded."""
+        return self._query_choice[0]
+
+    @cached_property
+    def _query_choice(self) -> tuple[QueryModel, object]:
+        float_model = _model_path()
+        if self.queries == "float":
+            return QueryModel("float", "as configured"), self._new_session(float_model, 1, spin=False)
         try:
-            model = int8_query_model(_model_path(), self.model_cache)
+            int8_model = int8_query_model(float_model, self.model_cache)
+            session = self._new_session(int8_model, 1, spin=False)
         except Exception as exc:  # the float model still answers, ~2x slower
             log.warning("no int8 query model (%s); queries use the float model", exc)
-            model = _model_path()
-        return self._new_session(model, 1, spin=False)
+            return (QueryModel("float", f"no int8 query model could be built ({type(exc).__name__})"),
+                    self._new_session(float_model, 1, spin=False))
+        if self.queries == "int8":
+            return QueryModel("int8", "as configured"), session
+        agreement = self.check_query_model(session, int8_model)
+        if accepts(agreement):
+            return QueryModel("int8", "this CPU's int8 kernels agree with the float model", agreement), session
+        log.warning("this CPU's int8 kernels agree with the float model at %.3f median, %.3f least (below %.3f / "
+                    "%.3f): queries use the float model", agreement.median, agreement.least,
+                    MIN_MEDIAN_AGREEMENT, MIN_LEAST_AGREEMENT)
+        return (QueryModel("float", "this CPU's int8 kernels round too far from the float model", agreement),
+                self._new_session(float_model, 1, spin=False))
+
+    def check_query_model(self, session, model: Path) -> Agreement:
+        """How well the int8 query `session` (of `model`) agrees with the float model on
+        PROBE_QUERIES, on this CPU. Kept beside the model in the cache: the float vectors of the
+        probes (the float model gives the same vectors on every kernel), and per kernel its
+        agreement, keyed by the int8 vector of the first probe, which tells one kernel's rounding
+        from another's where CPU flags would not (an emulator reports the host's). A process pays
+        one query for it; a new kernel ~0.1 s (24 queries), once."""
+        fingerprint = self._embed(PROBE_QUERIES[:1], session)[0]
+        record_path = model.with_suffix(".agreement.json")
+        record = _read_record(record_path)
+        for kernel in record["kernels"]:
+            if np.allclose(kernel["fingerprint"], fingerprint, atol=1e-6):
+                return Agreement(kernel["median"], kernel["least"])
+        reference = np.asarray(record["reference"], dtype=np.float32)
+        if reference.shape != (len(PROBE_QUERIES), self.dim):
+            reference = self._embed(PROBE_QUERIES, self._session)
+            record = {"reference": reference.round(7).tolist(), "kernels": []}
+        int8 = np.vstack([fingerprint] + [self._embed([q], session)[0] for q in PROBE_QUERIES[1:]])
+        cosines = (int8 * reference).sum(axis=1)
+        agreement = Agreement(round(float(np.median(cosines)), 4), round(float(cosines.min()), 4))
+        record["kernels"].append({"fingerprint": fingerprint.round(7).tolist(), "median": agreement.median,
+                                  "least": agreement.least})
+        _write_record(record_path, record)
+        return agreement
 
     def _new_session(self, model: Path, threads: int, *, spin: bool):
         import onnxruntime as ort

@@ -20,7 +20,7 @@ def make_embedder(settings: Settings) -> Embedder:
     or any OpenAI-compatible endpoint."""
     if settings.embedder == "local":
         return LocalMiniLM(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
-                           model_cache=settings.model_cache)
+                           model_cache=settings.model_cache, queries=settings.query_embedding)
     if settings.embedder == "local-e5-small":
         return LocalE5Small(threads=settings.embed_threads)
     if settings.embedder == "openai":

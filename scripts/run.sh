@@ -9,8 +9,8 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 echo "==> pip: installing memctx into .venv (quiet; about a minute the first time)"
-.venv/bin/python -m pip install -qq --upgrade pip
-.venv/bin/python -m pip install -qq -e .
+.venv/bin/python -m pip install -qq -c constraints.txt --upgrade pip
+.venv/bin/python -m pip install -qq -c constraints.txt -e .
 echo "==> memctx doctor: checking this machine and the database"
 .venv/bin/memctx doctor
 echo "==> memctx demo: migrating, ingesting the demo conversations, summarizing them"

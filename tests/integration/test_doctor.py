@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from memctx import db, doctor
+from memctx.config import Settings
 
 needs_objdump = pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) not installed")
 
@@ -90,3 +91,17 @@ float plain_sum(const float *a, int n) { float s = 0; for (int i = 0; i < n; i++
     check = doctor.check_build([library])
     assert "cosine_distance" in check.detail
     assert check.ok == ("avx512f" in doctor.cpu_flags())
+
+
+@pytest.mark.parametrize("queries", ["auto", "float"])
+def test_the_embedder_check_says_how_queries_are_embedded_here(tmp_path, queries):
+    """Whether this CPU's int8 kernels embed queries or the float model does, and why."""
+    settings = Settings(model_cache=tmp_path, query_embedding=queries)
+    check = doctor.check_embedder(settings)
+    assert check.ok, check
+    if queries == "float":
+        assert "queries: float products, as configured" in check.detail
+    else:  # int8 on every CPU measured; float where a kernel rounds too far. Its figures are said.
+        assert ("queries: int8 products, this CPU's int8 kernels agree" in check.detail
+                or "queries: float products, this CPU's int8 kernels round too far" in check.detail), check.detail
+        assert "on 24 probe questions: median 0." in check.detail
