@@ -250,7 +250,8 @@ class ContextAssembler:
                 user, conversation, ask, [m["content"] for m in history.messages], memories,
                 min(int((budget - fixed) * opts.external_share), room))
             timings["external"] = _ms(t0)
-        others = [m for m in memories if m.conversation_id != conversation] if opts.scope == "user" else []
+        others = [m for m in memories if m.conversation_id != conversation and said_nearby(m)] \
+            if opts.scope == "user" else []
         shown = {t["id"] for t in history.turns} | said_already(others, _said(history.turns))
         replies = asks_for_a_reply(ask["content"])
         lines: Lines = {}
@@ -518,6 +519,23 @@ def whole_history(rows: Sequence[Mapping[str, Any]]) -> History | None:
     if len(turns) < count:
         return None
     return History(turns, [{"role": _chat_role(t["role"]), "content": t["content"]} for t in turns])
+
+
+# How near in meaning (cosine) a memory of another conversation that shares no search term with
+# the query must be to join a history sent as it is. The search's own floor (0.15) is set for
+# recall in a compressed context, where a weak hit costs only its place; beside a whole history
+# it would be all that the context adds. MiniLM puts unrelated lines at 0.0-0.2 (the demo's
+# birthday dinner brought a bakery's butter order at 0.16) and small talk near any diary line at
+# 0.24-0.27 ("Hello! How are you today?"). The first 16 LongMemEval dev instances, where every
+# memory comes this way, find the same evidence turns at 0, 0.25 and 0.35.
+NEARBY_SIMILARITY = 0.3
+
+
+def said_nearby(memory: Memory) -> bool:
+    """Whether a memory of another conversation is worth adding to a history sent as it is: the
+    full-text list ranked it (it, or a turn beside it, shares a term with the query), or its
+    meaning is near the query's."""
+    return memory.provenance.ranks.get("lexical") is not None or (memory.similarity or 0.0) >= NEARBY_SIMILARITY
 
 
 def _id_int(text: str) -> int | str:

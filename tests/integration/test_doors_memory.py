@@ -134,3 +134,11 @@ def test_a_short_conversation_with_no_relevant_past_gets_exactly_its_history(app
     wc = get_working_context(app, chat.id, query, 2000, user=user, system_prompt="")
     assert wc.messages == [*({"role": r, "content": t} for r, t in turns), {"role": "user", "content": query}]
     assert wc.today is None and wc.sources and all(s.section == "current" for s in wc.sources)
+
+
+def test_small_talk_in_a_new_conversation_brings_no_memories(app, diarist):
+    """A greeting shares no word with the diary and means nothing near it: the new conversation's
+    context is the greeting alone, with no system message."""
+    user, asked = diarist
+    wc = get_working_context(app, asked.id, "Hello! How are you today?", 2000, user=user, system_prompt="")
+    assert wc.messages == [{"role": "user", "content": "Hello! How are you today?"}] and wc.today is None
