@@ -15,6 +15,7 @@ import json
 import anyio
 from starlette.routing import Match
 
+from api import openai_errors
 from api.errors import DATABASE_UNAVAILABLE, unavailable
 from memctx.auth import Unauthorized, bearer
 
@@ -33,21 +34,24 @@ class Gate:
             return
         headers = dict(scope["headers"])
         if scope["path"].startswith(AUTHENTICATED):
+            openai = scope["path"] in openai_errors.PATHS
             try:
                 authenticated = await _authenticated(scope, headers)
             except DATABASE_UNAVAILABLE as exc:  # answered here: the handler would wait for a connection again
                 _name_route(scope)
                 status, detail, headers = unavailable(exc)
-                await _answer(send, status, detail, [(k.lower().encode(), v.encode()) for k, v in headers.items()])
+                await _answer(send, status, detail, [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+                              openai=openai)
                 return
             if not authenticated:
                 _name_route(scope)
-                await _answer(send, 401, "invalid or missing credentials", [(b"www-authenticate", b"Bearer")])
+                await _answer(send, 401, "invalid or missing credentials", [(b"www-authenticate", b"Bearer")],
+                              openai=openai)
                 return
         length = headers.get(b"content-length", b"")
         if length.isdigit() and int(length) > self.max_body_bytes:
             _name_route(scope)
-            await _answer(send, 413, self._too_large())
+            await _answer(send, 413, self._too_large(), openai=scope["path"] in openai_errors.PATHS)
             return
         received, started, refused = 0, False, False
 
@@ -64,7 +68,7 @@ class Gate:
                     refused = True
                     if not started:
                         started = True
-                        await _answer(send, 413, self._too_large())
+                        await _answer(send, 413, self._too_large(), openai=scope["path"] in openai_errors.PATHS)
                     return {"type": "http.disconnect"}
             return message
 
@@ -123,8 +127,10 @@ async def _authenticated(scope, headers: dict[bytes, bytes]) -> bool:
     return True
 
 
-async def _answer(send, status: int, detail: str, headers: list[tuple[bytes, bytes]] = ()) -> None:
-    body = json.dumps({"detail": detail}).encode()
+async def _answer(send, status: int, detail: str, headers: list[tuple[bytes, bytes]] = (), *,
+                  openai: bool = False) -> None:
+    """The refusal; in OpenAI's error shape on the proxy's paths (`openai`)."""
+    body = openai_errors.answer_body(status, detail) if openai else json.dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close"), *headers]})

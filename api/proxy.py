@@ -2,14 +2,17 @@
 
 Owns `POST /v1/chat/completions` and `GET /v1/models`. A chat request names its conversation (the
 `X-Memctx-Conversation` header or `metadata.memctx_conversation`: a UUID, or an external id that is
-created on first use). The proxy stores the messages of the request that the conversation does
-not hold yet (its history first, in order, then the working context is built), replaces the
-request's history with the working context for the model's token budget, calls the configured
-upstream through the `openai` client with the caller's other parameters (none configured: 503),
-stores the reply (tool calls as `tool_call` blocks) and answers with the upstream's response as it
-came: JSON or SSE bytes, or the upstream's error status and body. A retry stores nothing twice:
-without a header, its turn is found stored with no reply after it (api.chat_format.unstored); with
-an `Idempotency-Key`, a completed one gets the stored reply. Everything it reads or writes goes
+created on first use), and may say where its memories come from (`X-Memctx-Scope`, else
+MEMCTX_CONTEXT_SCOPE) and when it is asked (`X-Memctx-As-Of`, else now). The proxy stores the
+history of the request that the conversation does not hold yet, replaces the request's history
+with the working context for the model's token budget (with the client's system prompt, or none),
+calls the configured upstream through the `openai` client with the caller's other parameters
+(none configured: 503, which clients are told not to retry), and, once the upstream has replied,
+stores the user's turn and the reply together (tool calls as `tool_call` blocks) and answers with
+the upstream's response as it came: JSON or SSE bytes, or the upstream's error status and body.
+A call the upstream fails stores no turn: a retry, the client's own or the app's later, sends and
+stores it once (with an `Idempotency-Key`, a completed one gets the stored reply). The proxy's own
+refusals come in OpenAI's error shape (api.openai_errors). Everything it reads or writes goes
 through the caller's row-level-security scoped app. It does not build contexts (memctx.assemble)
 or decide formats (api.chat_format).
 """
@@ -21,11 +24,12 @@ import json
 import logging
 import time
 from contextlib import ExitStack
+from dataclasses import replace
 from typing import Annotated, Any, Callable, Iterator, Literal
 from uuid import UUID
 
 import openai
-from fastapi import APIRouter, FastAPI, Header, HTTPException, Request, Response
+from fastapi import APIRouter, FastAPI, Header, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from api import shadow
@@ -34,8 +38,9 @@ from api.chat_format import (ChatRequest, StreamReply, Turn, completion_as_strea
 from api.deps import CallerDep, SettingsDep
 from api.errors import field_error
 from api.observe import UPSTREAM_DURATION, UPSTREAM_ERRORS, record_context
-from api.schemas import ConversationName
-from memctx.assemble import WorkingContext, assembler_for
+from api.openai_errors import OpenAIErrors, ProxyError
+from api.schemas import ConversationName, Timestamp
+from memctx.assemble import WorkingContext, asked_at, assembler_for
 from memctx.auth import Caller
 from memctx.config import Settings
 from memctx.store import PreparedMessage
@@ -43,7 +48,7 @@ from memctx.store.requests import IdempotencyKey, LoggedRequest, claim_key, comp
 
 log = logging.getLogger("memctx.api.proxy")
 
-router = APIRouter(tags=["proxy"])
+router = APIRouter(tags=["proxy"], route_class=OpenAIErrors)
 
 NO_UPSTREAM = ("the proxy has no upstream: set MEMCTX_UPSTREAM_BASE_URL to an OpenAI-compatible server "
                "(usually https://api.openai.com/v1) and MEMCTX_UPSTREAM_API_KEY")
@@ -52,6 +57,12 @@ IdempotencyKeyHeader = Annotated[str | None, Header(min_length=1, max_length=255
                                                     description="a retry with the same key stores nothing twice")]
 ConversationHeader = Annotated[ConversationName | None, Header(
     alias="X-Memctx-Conversation", description="the conversation: its UUID, or your external id (created on first use)")]
+ScopeHeader = Annotated[Literal["conversation", "user"] | None, Header(
+    alias="X-Memctx-Scope", description="memories from all of your conversations (user) or this one's "
+                                        "(conversation); left out, MEMCTX_CONTEXT_SCOPE (user by default)")]
+AsOfHeader = Annotated[Timestamp | None, Header(
+    alias="X-Memctx-As-Of", description="the moment the message is asked (ISO 8601), for a replay or an "
+                                        "evaluation; left out, the moment of the request")]
 
 
 def make_upstream(settings: Settings) -> openai.OpenAI | None:
@@ -72,10 +83,11 @@ def install(app: FastAPI, settings: Settings) -> None:
 
 def _upstream(request: Request) -> openai.OpenAI:
     """The configured upstream; without one, the proxy answers 503 before it reads or stores anything
-    (it never guesses a server to send the caller's messages to)."""
+    (it never guesses a server to send the caller's messages to), with `x-should-retry: false`:
+    the OpenAI SDKs then do not retry what only a setting can fix."""
     upstream = request.app.state.upstream
     if upstream is None:
-        raise HTTPException(503, NO_UPSTREAM)
+        raise ProxyError(503, NO_UPSTREAM, "no_upstream", {"x-should-retry": "false"})
     return upstream
 
 
@@ -93,11 +105,12 @@ def models(request: Request, who: CallerDep) -> Response:
 @router.post("/v1/chat/completions")
 def chat_completions(body: ChatRequest, request: Request, who: CallerDep, settings: SettingsDep, raw: shadow.RawBody,
                      conversation: ConversationHeader = None, idempotency_key: IdempotencyKeyHeader = None,
-                     mode: shadow.ModeHeader = None) -> Response:
-    """A chat completion with the conversation's memory: the messages memctx has not stored yet and
-    the reply are stored, and the request's history is replaced by the working context for the
-    model's budget. In shadow mode (api/shadow.py) the upstream gets the client's request as it
-    came, and that context is recorded instead."""
+                     scope: ScopeHeader = None, as_of: AsOfHeader = None, mode: shadow.ModeHeader = None) -> Response:
+    """A chat completion with the user's memory: the request's history is replaced by the working
+    context for the model's budget, and the messages memctx has not stored yet and the reply are
+    stored once the upstream has replied. In shadow mode (api/shadow.py) the upstream gets the
+    client's request as it came, and that context is recorded instead."""
+    asked = asked_at(as_of)
     upstream = _upstream(request)
     params = body.model_dump(exclude_unset=True)
     name = conversation or (body.metadata or {}).get("memctx_conversation")
@@ -113,8 +126,13 @@ def chat_completions(body: ChatRequest, request: Request, who: CallerDep, settin
             _store_unstored(who, conv, sent[:turn.query_index], conn)
     budget = settings.proxy_token_budgets.get(body.model, settings.proxy_default_token_budget)
     tail_tokens = who.app.counter.count(json.dumps(turn.tail)) if turn.tail else 0
-    wc = assembler_for(who.app).get_working_context(who.user_id, conv, turn.query_text, budget - tail_tokens,
-                                                    system_prompt=turn.system_prompt)
+    assembler = assembler_for(who.app)
+    # No system prompt of memctx's: a client that sends none gets none, but for the day's line a
+    # context carrying memories says (within the budget, and weighed against the history).
+    wc = assembler.get_working_context(who.user_id, conv, turn.query_text, budget - tail_tokens,
+                                       system_prompt=turn.system_prompt or "", now=asked,
+                                       options=assembler.options if scope is None
+                                       else replace(assembler.options, scope=scope))
     # The same request streamed or not is the same request: a retry may ask for either shape.
     hashed = {k: v for k, v in params.items() if k not in ("stream", "stream_options")}
     request_hash = hashlib.sha256(json.dumps([str(conv), hashed], sort_keys=True, default=str).encode()).hexdigest()
@@ -125,9 +143,7 @@ def chat_completions(body: ChatRequest, request: Request, who: CallerDep, settin
             field_error(["header", "Idempotency-Key"], "this key was used for another request")
         if key is not None and key.completed_at is not None:
             return _replay(key, stream=bool(body.stream))
-        query_seq = _store_unstored(who, conv, sent, conn, query_index=turn.query_index) \
-            if key is None or key.created else None
-    call = _Call(who, conv, wc, turn, body.model, idempotency_key, query_seq)
+    call = _Call(who, conv, wc, turn, body.model, idempotency_key, sent)
     messages = [*wc.messages[:-1], turn.query, *turn.tail]
     extra = _passed_through(params)
     if shadow.wanted(mode, who, conv, settings):  # the upstream gets the client's bytes; `messages` is recorded
@@ -197,12 +213,14 @@ def _upstream_failure(exc: openai.APIError, *, stream: bool) -> Response:
 
 
 class _Call:
-    """One upstream call of a chat request, and what is recorded when it ends."""
+    """One upstream call of a chat request, and what is recorded when it ends: with a reply, the
+    user's turn (and the tool loop after it) and the reply, in one transaction; without one,
+    nothing but the log row."""
 
     def __init__(self, who: Caller, conversation: UUID, wc: WorkingContext, turn: Turn, model: str,
-                 idempotency_key: str | None, query_seq: int | None) -> None:
+                 idempotency_key: str | None, sent: list[PreparedMessage]) -> None:
         self.who, self.conversation, self.wc, self.turn = who, conversation, wc, turn
-        self.model, self.idempotency_key, self.query_seq = model, idempotency_key, query_seq
+        self.model, self.idempotency_key, self.sent = model, idempotency_key, sent
         self.started = time.perf_counter()
         self.streamed = False
         self.kind: Literal["proxy", "shadow"] = "proxy"  # api.shadow makes it a shadow call
@@ -264,9 +282,11 @@ class _Call:
             reply = reply_message(completion) if completion else None
             first = reply is not None and (self.idempotency_key is None or complete_key(
                 conn, user_id=who.user_id, key=self.idempotency_key, response=completion))
+            query_seq = None
             if first:
+                query_seq = _store_unstored(who, self.conversation, self.sent, conn, query_index=self.turn.query_index)
                 who.app.store.append_messages(who.user_id, self.conversation, [reply], embed=False, conn=conn)
-            logged = record_context(who, self.conversation, self.wc, self.kind, query_stored_at=self.query_seq,
+            logged = record_context(who, self.conversation, self.wc, self.kind, query_stored_at=query_seq,
                                     model=self.model, timings_ms={"upstream": round(elapsed * 1000, 3)},
                                     upstream_status=status, conn=conn)
             if self.on_logged is not None:

@@ -131,9 +131,15 @@ class ContextIn(Body):
     query: Query = Field(description="the user's new message")
     token_budget: int = Field(ge=1, description="tokens of the whole context, system prompt and query included")
     system_prompt: Annotated[Text | None, Field(max_length=100_000)] = None
-    scope: Literal["conversation", "user"] = Field(
-        default="conversation", description="search memories in this conversation or in all of the caller's")
+    scope: Literal["conversation", "user"] | None = Field(
+        default=None, description="memories from all of the caller's conversations (user) or this one's "
+                                  "(conversation); left out, the server's MEMCTX_CONTEXT_SCOPE (user by default)")
     status_quo: bool = Field(default=False, description="the last raw messages instead (a baseline)")
+    as_of: Timestamp | None = Field(
+        default=None, description="the moment the query is asked (ISO 8601; with the user's UTC offset, their "
+                                  "day): the query's relative dates mean the days they name then, and the "
+                                  "context says what day it is. Left out, the moment of the request; a replay "
+                                  "or an evaluation asks in the past")
 
 
 class TimeWindow(Body):
@@ -146,6 +152,9 @@ class SearchIn(Body):
     conversation_id: ConversationName | None = None
     time_range: Literal["today", "week", "month", "all"] | TimeWindow = "all"
     limit: int = Field(default=10, ge=1)
+    as_of: Timestamp | None = Field(
+        default=None, description="the moment the query is asked: its relative dates (\"last weekend\") and a "
+                                  "named time_range count from it; left out, the moment of the request")
 
 
 # Summaries and long-term memory ---------------------------------------------------------------------

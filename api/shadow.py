@@ -8,10 +8,10 @@ recorded beside the call's request-log row (kind 'shadow'): the client's tokens,
 tokens, the context itself (the messages live mode sends in the same place) and how many of the
 client's history messages the context kept whole.
 
-Everything before the upstream call is the live call's own path (api/proxy.py): the turn is stored
-and the context built exactly as live mode does, so switching a conversation to live changes only
-what the upstream receives, and its history is already stored. The upstream's answer comes back
-as it came and its reply is stored, as in live mode.
+Everything but the upstream's request is the live call's own path (api/proxy.py): the context is
+built exactly as live mode builds it, and once the upstream replies the turn and the reply are
+stored as live mode stores them, so switching a conversation to live changes only what the
+upstream receives, and its history is already stored. The upstream's answer comes back as it came.
 """
 
 from __future__ import annotations

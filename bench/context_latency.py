@@ -32,7 +32,7 @@ from memctx.config import Settings
 
 def main(path: str, replay: bool = False) -> None:
     questions = [(c["sample_id"], q["question"]) for c in json.load(open(path)) for q in c["qa"]][::4]
-    with open_app(Settings()) as app:
+    with open_app(Settings(context_scope="conversation")) as app:  # LoCoMo's single conversations
         with app.pool.connection() as conn:
             convs = {r["external_id"]: (r["user_id"], r["id"])
                      for r in conn.execute("select external_id, user_id, id from memctx.conversations")}

@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     settings = Settings(database_url=make_conninfo(db.database_url(Settings()), dbname=args.database),
-                        pool_min_size=2, pool_max_size=4)
+                        pool_min_size=2, pool_max_size=4, context_scope="conversation")  # the warm-up's scope
     queries = realistic.queries(realistic.Source.read(args.source), 20)
     out = {}
     with open_app(settings) as app:

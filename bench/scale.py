@@ -249,7 +249,8 @@ def timed_set(search, assembler, picks, queries, n) -> dict:
 
 
 def measure(url: str, users: list[uuid.UUID], n: int, rng, shape: str, source: Path) -> dict:
-    settings = Settings(database_url=url, pool_min_size=2, pool_max_size=4)
+    # conversation scope unless a call says user, as these figures were measured
+    settings = Settings(database_url=url, pool_min_size=2, pool_max_size=4, context_scope="conversation")
     with open_app(settings) as app:
         search = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(settings))
         assembler = assembler_for(app)

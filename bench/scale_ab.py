@@ -81,7 +81,8 @@ def main() -> None:
     args = parse_args()
     databases = {"A": args.database, "B": args.database_b or args.database}
     settings = {arm: Settings(database_url=make_conninfo(db.database_url(Settings()), dbname=name), pool_min_size=2,
-                              pool_max_size=4) for arm, name in databases.items()}
+                              pool_max_size=4, context_scope="conversation")  # the warm-up's scope
+                for arm, name in databases.items()}
     with ExitStack() as stack:
         app = stack.enter_context(open_app(settings["A"]))
         apps = {"A": app, "B": app if databases["B"] == databases["A"] else stack.enter_context(open_app(settings["B"]))}

@@ -50,7 +50,7 @@ def texts(app, conversation: UUID) -> dict[str, str]:
 def main() -> None:
     path = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/bench/locomo/locomo-dev.json")
     budgets = [int(b) for b in (sys.argv[2] if len(sys.argv) > 2 else "1000,2000,4000").split(",")]
-    with open_app(Settings(), auto_migrate=True) as app:
+    with open_app(Settings(context_scope="conversation"), auto_migrate=True) as app:  # C0 and Cn: one conversation
         base = assembler_for(app)
         conversations, _ = prepare(app, path, DEFAULT_USER)
         asked, _ = prepare_sessions(app, path)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Any, Callable, Iterator, Literal
 from uuid import UUID
 
@@ -20,7 +21,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from memctx.assemble import BudgetTooSmall, assembler_for, get_working_context as working_context
+from memctx.assemble import BudgetTooSmall, asked_at, assembler_for, get_working_context as working_context
 from memctx.auth import Caller
 from memctx.models import Conversation, InvalidInput, NewMessage, check_query
 from memctx.pipeline.board import get_board
@@ -43,6 +44,9 @@ ConversationArg = Annotated[str | None, Field(
     description="the conversation's id or its external id; leave it out for the conversation this session "
                 "is bound to")]
 BlockList = list[dict[str, Any]]
+AsOfArg = Annotated[datetime | None, Field(
+    description="the moment the user asks, ISO 8601 (with their UTC offset, their day); leave it out for now. "
+                "Relative dates in the query (\"last weekend\") mean the days they name then")]
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,7 @@ def build_server(bind: Bind) -> MCPServer:
     def search_conversation_history(
             query: Annotated[str, Field(description="what to look for, in plain words")], ctx: Context,
             time_range: Literal["today", "week", "month", "all"] = "all",
-            limit: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 5) -> dict[str, Any]:
+            limit: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 5, as_of: AsOfArg = None) -> dict[str, Any]:
         """Search everything this user said in all of their past conversations with you (messages and
         summaries), best match first. Use it when the user refers to something said before ("as I told
         you", "last week"), or before answering a question whose answer the user may have given earlier.
@@ -108,9 +112,11 @@ def build_server(bind: Bind) -> MCPServer:
         conversation (id and external id) and the message ids. An empty list means nothing matched."""
         binding = bind(ctx)
         who = binding.caller
+        asked = asked_at(as_of)
         with refusals():
             check_query(query)
-            memories = search_memories(who.app, who.user_id, query, None, named_range(time_range), limit=limit)
+            memories = search_memories(who.app, who.user_id, query, None, named_range(time_range, asked),
+                                       limit=limit, now=asked)
             conversations = {c: who.app.store.get_conversation(who.user_id, c)
                              for c in {m.conversation_id for m in memories}}
         return {"memories": [{
@@ -156,23 +162,30 @@ def build_server(bind: Bind) -> MCPServer:
     def get_working_context(
             query: Annotated[str, Field(description="the new user message you are about to answer")],
             token_budget: Annotated[int, Field(ge=1, description="most tokens the context may take")],
-            ctx: Context, conversation_id: ConversationArg = None) -> dict[str, Any]:
+            ctx: Context, conversation_id: ConversationArg = None,
+            scope: Annotated[Literal["conversation", "user"] | None, Field(
+                description="where memories come from: `user` (all of this user's conversations) or "
+                            "`conversation` (only this one); leave it out for the server's default")] = None,
+            as_of: AsOfArg = None) -> dict[str, Any]:
         """The best context for answering `query` in a conversation, within `token_budget` tokens
-        (tiktoken, chat format): relevant memories, the conversation's summaries and board, and its
-        recent turns, as chat messages ready to send to a model. For agents that build their own
-        prompts. `sources` says where every included line came from. Defaults to the conversation this
-        session is bound to."""
+        (tiktoken, chat format): relevant memories (from all of this user's conversations unless
+        `scope` says only this one; a memory of another conversation names it and its date), the
+        conversation's summaries and board, and its recent turns, as chat messages ready to send to
+        a model. For agents that build their own prompts. `sources` says where every included line
+        came from; `today` is the day the context tells the model it is. Defaults to the
+        conversation this session is bound to."""
         binding = bind(ctx)
         who = binding.caller
         most = who.app.settings.api_max_token_budget
         if token_budget > most:
             raise ToolError(f"token_budget must be at most {most}")
+        asked = asked_at(as_of)
         with refusals():
             check_query(query)
             conv = _conversation(binding, conversation_id)
-            wc = working_context(who.app, conv.id, query, token_budget, user=who.user_id)
+            wc = working_context(who.app, conv.id, query, token_budget, user=who.user_id, scope=scope, now=asked)
         return {**_named(conv), "tokens": wc.tokens, "budget": wc.budget, "messages": wc.messages,
-                "sources": [s.as_json() for s in wc.sources]}
+                "sources": [s.as_json() for s in wc.sources], "today": wc.today.isoformat() if wc.today else None}
 
     @server.tool()
     def add_message(

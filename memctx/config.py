@@ -160,14 +160,15 @@ class Settings(BaseSettings):
     context_current_share: float = Field(default=0.1, ge=0, le=1,
                                          description="budget share of the current context section")
     context_recent_turns: int = Field(default=4, ge=0, description="recent raw turns in the current context")
-    context_scope: Literal["conversation", "user"] = Field(
-        default="user", description="where a context's memories come from when the call does not say: all of the "
-                                    "user's conversations (user) or only the one asked in (conversation)")
     compress_at: float = Field(default=0.8, gt=0, le=1,
                                description="while the whole history, system prompt and query fit this share of "
                                            "the budget, the context is that history verbatim (nothing compressed)")
     context_system_prompt: str = Field(default="You are a helpful assistant. Use the conversation memory below "
                                                "when it is relevant.")
+    context_scope: Literal["conversation", "user"] = Field(
+        default="user", description="where a working context's memories come from unless a call says: 'user' (all "
+                                    "of the user's conversations: a new conversation picks up where the last ones "
+                                    "left off) or 'conversation' (only the one asked in)")
 
     # The OpenAI-compatible proxy and the request log (api/) -------------------------------------
     upstream_base_url: str | None = Field(default=None,

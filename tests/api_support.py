@@ -9,11 +9,7 @@ wrap them.
 
 from __future__ import annotations
 
-import signal
-import socket
 import ssl
-import subprocess
-import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -29,6 +25,7 @@ from api.app import create_app
 from memctx import keys
 from memctx.app import App
 from memctx.config import Settings
+from memctx.evaluate.doors import free_port, serve_process
 
 
 def build_api(app: App, settings: Settings) -> FastAPI:
@@ -38,12 +35,6 @@ def build_api(app: App, settings: Settings) -> FastAPI:
 def api_key(app: App, user: UUID, name: str | None = None) -> str:
     """A new API key of `user` (the plain key, as `memctx keys create` prints it)."""
     return keys.create_key(app.pool, user, name).secret
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -72,31 +63,8 @@ def memctx_serve(args: list[str], env: dict[str, str], log: Path, *, cwd: Path,
     """`python -m memctx serve ARGS` as a process (output in `log`), once its /readyz answers 200:
     yields its base URL (from `--port`; https with `--ssl-certfile`, its certificate checked with
     `verify`), then stops it with SIGINT as a user's Ctrl-C does."""
-    port = args[args.index("--port") + 1]
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "memctx", *args], env=env, cwd=cwd, stdout=out, stderr=out)
-    base_url = f"http{'s' if '--ssl-certfile' in args else ''}://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            assert proc.poll() is None, f"memctx serve exited:\n{log.read_text()}"
-            try:
-                ready = httpx.get(f"{base_url}/readyz", timeout=2, verify=verify or True)
-                if ready.status_code == 200:
-                    break
-                assert ready.json()["status"] == "not ready"
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"memctx serve did not become ready:\n{log.read_text()}"
-            time.sleep(0.2)
+    with serve_process(args, env, log, cwd=cwd, timeout_s=timeout_s, verify=verify) as base_url:
         yield base_url
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def client(base_url: str, key: str | None = None, **kwargs) -> httpx.Client:

@@ -136,3 +136,56 @@ TRIP = [
     ("user", "Priya", "Tomás's birthday is on 28 May, so one dinner should be special."),
     ("assistant", "Guide", "A vegetarian tasting menu in Príncipe Real would suit his birthday."),
 ]
+
+
+# A diary of dated entries around the weekend before `today` (weeks start on Monday): what a user
+# asks "What did I do last weekend?" about. The fence entry, two weeks before, says "last weekend"
+# itself; only the moment of asking tells which weekend is meant.
+DIARY_ASK = "What did I do last weekend?"
+FENCE = "Last weekend I painted the fence."
+KAYAK = "Went kayaking on the river with Marta in the morning."
+STEW = "Cooked a big lentil stew and froze half of it."
+DIARY_FILLER = ["Long day at work, the quarterly report is finally done.", "Dentist appointment, no cavities.",
+                "Read two chapters of the new mystery novel.", "Rainy evening, watched a documentary about whales.",
+                "Met Tom for coffee and talked about his new job.", "Fixed the leaking kitchen tap."]
+
+
+def diary_days(today):
+    """The days of the diary's entries for a question asked on `today`: {text: day}."""
+    from datetime import timedelta
+
+    monday = today - timedelta(days=today.weekday())
+    saturday = monday - timedelta(days=2)
+    weekdays = [monday - timedelta(days=d) for d in (3, 4, 6, 7, 11, 12)]  # Thursdays to Tuesdays, no weekend
+    return {FENCE: saturday - timedelta(days=14), KAYAK: saturday, STEW: saturday + timedelta(days=1),
+            **dict(zip(DIARY_FILLER, weekdays))}
+
+
+def write_diary(app, user, today, name: str = "diary"):
+    """The diary as the user's conversation `name`, each entry said at 20:00 UTC of its day."""
+    from datetime import datetime, time, timezone
+
+    conv = app.store.create_conversation(user, external_id=name)
+    entries = sorted(diary_days(today).items(), key=lambda item: item[1])
+    app.store.append_messages(user, conv.id, [
+        NewMessage.build("user", text, created_at=datetime.combine(day, time(20), timezone.utc))
+        for text, day in entries])
+    return conv
+
+
+def weekend_first(memory_text: str) -> bool:
+    """Whether a memory section holds last weekend's two entries as more relevant (nearer its end,
+    the query) than the fence's, if it holds that at all."""
+    at = _lines_of(memory_text)
+    return at[KAYAK] is not None and at[STEW] is not None and (at[FENCE] is None or at[FENCE] < min(at[KAYAK], at[STEW]))
+
+
+def fence_first(memory_text: str) -> bool:
+    """Whether a memory section holds the fence's entry as more relevant than last weekend's."""
+    at = _lines_of(memory_text)
+    return at[FENCE] is not None and all(at[t] is None or at[t] < at[FENCE] for t in (KAYAK, STEW))
+
+
+def _lines_of(memory_text: str) -> dict[str, int | None]:
+    lines = memory_text.splitlines()
+    return {text: next((i for i, line in enumerate(lines) if text in line), None) for text in (FENCE, KAYAK, STEW)}

@@ -5,6 +5,11 @@ search results (when an engine is configured: memctx.search), memory search resu
 query), the current context (summaries, board, recent raw turns), the user's query last —
 within an exact token budget, with the sources of every item. With the feature flag off it
 returns the status quo (the last N raw messages that fit) so both can run side by side.
+Every call is asked at a moment (`now`, by default the present): the query's relative dates mean
+the days they name then, and a context that carries memories says what day it is. Memories come
+from the user's every conversation unless the options say only this one (`scope`), and one of
+another conversation names it. An empty system prompt is none: a history that fits is sent as it
+is, with no system message.
 It never calls an LLM; it does not write anything.
 """
 
@@ -28,7 +33,8 @@ from memctx.assemble.corrections import (Correction, Statement, replaced_note, s
                                          turn_sentences)
 from memctx.assemble.current import Compressor, CurrentItems, fit_current, turn_tokens
 from memctx.assemble.memories import Lines, MemorySection, fill_memories, more_memories
-from memctx.assemble.render import chat_turn, external_block, external_section
+from memctx.assemble.asked import ConversationNames, Question, asked_at
+from memctx.assemble.render import NO_LABELS, Labels, chat_turn, external_block, external_section
 from memctx.assemble.repeats import keys, memories_once
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.frozen import frozen_new
@@ -52,7 +58,7 @@ class ContextOptions:
     recent_turns: int = 8
     system_prompt: str = "You are a helpful assistant. Use the conversation memory below when it is relevant."
     memory_candidates: int = 120  # memories considered when filling the memory section
-    scope: Literal["conversation", "user"] = "conversation"
+    scope: Literal["conversation", "user"] = "user"  # memories of all of the user's conversations, or this one's
     external_share: float = 0.2  # of the tokens left after system prompt and query, when external search is on
     compress_at: float = 0.8  # the whole history verbatim while it (with system prompt and query) fits this share
 
@@ -61,7 +67,7 @@ class ContextOptions:
         return cls(enabled=settings.context_enabled, status_quo_messages=settings.context_status_quo_messages,
                    current_share=settings.context_current_share, recent_turns=settings.context_recent_turns,
                    system_prompt=settings.context_system_prompt, external_share=settings.search_context_share,
-                   compress_at=settings.compress_at)
+                   compress_at=settings.compress_at, scope=settings.context_scope)
 
 
 class ExternalSearch(Protocol):
@@ -84,38 +90,44 @@ class ContextAssembler:
         self.options = options or ContextOptions()
         self.external = external  # None: external search is off
         self.compressor = compressor if compressor is not None else extractive_compressor(counter)
+        self.names = ConversationNames(pool)
 
     def get_working_context(self, user: UUID, conversation: UUID, query: str, token_budget: int, *,
                             system_prompt: str | None = None, status_quo: bool | None = None,
                             search_options: SearchOptions | None = None,
                             options: ContextOptions | None = None, now: datetime | None = None,
                             stored_query: UUID | None = None) -> WorkingContext:
-        """The working context for `query`; `now` (the moment it is asked) resolves the query's
-        relative dates, and without it they are searched as words. `stored_query` is the id of the
-        conversation's last message when it is the query itself, stored before asking: the context
-        is then the one asked before it was stored (the query once, at the end; never a memory)."""
+        """The working context for `query`, asked at `now` (by default the present; a naive time is
+        UTC): the query's relative dates ("last weekend") are searched as the days they mean then,
+        and a context carrying memories says what day it is. `system_prompt` None is the options'
+        prompt; "" is none. `stored_query` is the id of the conversation's last message when it is
+        the query itself, stored before asking: the context is then the one asked before it was
+        stored (the query once, at the end; never a memory)."""
         opts = options or self.options
         started = time.perf_counter()
-        system = {"role": "system", "content": system_prompt if system_prompt is not None else opts.system_prompt}
-        ask = {"role": "user", "content": query}
-        fixed = messages_tokens(self.counter, [system, ask])
-        if fixed > token_budget:
-            raise BudgetTooSmall(f"the system prompt and the query take {fixed} tokens, over the budget of {token_budget}")
+        asked = Question.of(self.counter, query, opts.system_prompt if system_prompt is None else system_prompt,
+                            asked_at(now))
+        if asked.fixed > token_budget:
+            raise BudgetTooSmall(f"the system prompt and the query take {asked.fixed} tokens, over the budget of "
+                                 f"{token_budget}")
         use_status_quo = (not opts.enabled) if status_quo is None else status_quo
         unstored = _Unstored(stored_query, message_tokens(self.counter, "user", query)) if stored_query else None
         if use_status_quo:
-            return self._status_quo(user, conversation, system, ask, token_budget, fixed, opts, started, unstored)
-        return self._assemble(user, conversation, system, ask, token_budget, fixed, opts, search_options, started, now,
-                              unstored)
+            return self._status_quo(user, conversation, asked, token_budget, opts, started, unstored)
+        return self._assemble(user, conversation, asked, token_budget, opts, search_options, started, unstored)
 
     # The memctx path ---------------------------------------------------------------------------
-    def _assemble(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
-                  opts: ContextOptions, search_options: SearchOptions | None, started: float,
-                  now: datetime | None = None, unstored: "_Unstored | None" = None) -> WorkingContext:
+    def _assemble(self, user: UUID, conversation: UUID, asked: "Question", budget: int, opts: ContextOptions,
+                  search_options: SearchOptions | None, started: float,
+                  unstored: "_Unstored | None" = None) -> WorkingContext:
         timings: dict[str, float] = {}
-        available = budget - fixed
+        ask, fixed = asked.ask, asked.fixed
+        # A compressed context says what day it is, when that fits.
+        dated = asked.fixed_dated <= budget
+        available = budget - (asked.fixed_dated if dated else fixed)
         current_share, memory_share = shares(available, opts.current_share)
-        searching = self._start_search(user, conversation, ask, opts, memory_share, search_options, now, unstored)
+        searching = self._start_search(user, conversation, ask, opts, memory_share, search_options, asked.now,
+                                       unstored)
         # Every turn is read when the whole history may fit the budget: then it is what the
         # client would have sent, the measure no context may pass.
         rows = self._current_rows(user, conversation, opts.recent_turns, history_tokens=available, unstored=unstored)
@@ -124,11 +136,12 @@ class ContextAssembler:
         history_tokens = 0 if history is None else sum(
             message_tokens(self.counter, m["role"], m["content"]) for m in history.messages)
         if history is not None and fixed + history_tokens <= opts.compress_at * budget:
-            return self._verbatim(user, conversation, system, ask, budget, fixed, history, history_tokens,
-                                  opts, searching, timings, started)
+            return self._verbatim(user, conversation, asked, budget, history, history_tokens, opts, searching,
+                                  timings, started)
         draft = _Draft(current_share, *self._fit_current(rows, opts, current_share),
                        replies=asks_for_a_reply(ask["content"]))
         memories, timings["search"] = searching.result()
+        draft.labels = self.names.of(user, conversation, memories)
         if self.external is not None:
             t0 = time.perf_counter()
             self._add_external(draft, user, conversation, ask, available, opts, memories)
@@ -148,19 +161,21 @@ class ContextAssembler:
             draft.current_messages, draft.current_tokens = self._say_once(draft.items, draft.recalled, memories,
                                                                           replaced)
         draft.cuts += draft.recalled.cuts
-        messages = draft.messages(system, ask)
+        head = asked.head(dated)
+        messages = draft.messages(head, ask)
         total = messages_tokens(self.counter, messages)
         assert total <= budget, f"assembled {total} tokens over the budget of {budget}"
         if history is not None and total > fixed + history_tokens:
             # Never more than the status quo: the history itself is then the better context.
-            return self._verbatim(user, conversation, system, ask, budget, fixed, history, history_tokens, opts,
-                                  memories, timings, started)
+            return self._verbatim(user, conversation, asked, budget, history, history_tokens, opts, memories,
+                                  timings, started)
         timings["total"] = _ms(started)
         return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total,
-                              sections=[self._fixed_section("system", system), *draft.sections(),
+                              sections=[self._head_section(head), *draft.sections(),
                                         self._fixed_section("query", ask)],
                               sources=draft.sources(conversation), cuts=draft.cuts, timings_ms=timings,
-                              external=draft.report)
+                              external=draft.report, today=asked.now.date() if dated else None,
+                              prompt_tokens=asked.prompt_tokens)
 
     def _start_search(self, user: UUID, conversation: UUID, ask: dict, opts: ContextOptions, memory_share: int,
                       search_options: SearchOptions | None, now: datetime | None, unstored: "_Unstored | None" = None
@@ -200,7 +215,7 @@ class ContextAssembler:
             draft.recalled = more_memories(draft.filled, draft.memory_budget)
         else:
             draft.recalled = fill_memories(memories, hidden, draft.memory_budget, self.counter, replies=draft.replies,
-                                           lines=draft.lines, resumable=True)
+                                           lines=draft.lines, resumable=True, labels=draft.labels)
         draft.filled = draft.recalled
         wider = draft.current_tokens + draft.memory_budget - draft.recalled.tokens
         if draft.cuts and wider > draft.current_share:
@@ -213,25 +228,28 @@ class ContextAssembler:
                     hidden = back | said_already(memories, _said(draft.items.turns))
                     draft.recalled = draft.filled = fill_memories(memories, hidden, draft.memory_budget, self.counter,
                                                                   replies=draft.replies, lines=draft.lines,
-                                                                  resumable=True)
+                                                                  resumable=True, labels=draft.labels)
         draft.recalled = self._memories_once(memories, draft.recalled, hidden, _said(draft.items.turns),
-                                             draft.memory_budget, draft.replies, draft.lines)
+                                             draft.memory_budget, draft.replies, draft.lines, draft.labels)
 
-    def _verbatim(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
-                  history: "History", history_tokens: int, opts: ContextOptions,
+    def _verbatim(self, user: UUID, conversation: UUID, asked: "Question", budget: int, history: "History",
+                  history_tokens: int, opts: ContextOptions,
                   searching: "Future[tuple[list[Memory], float]] | list[Memory]", timings: dict[str, float],
                   started: float) -> WorkingContext:
         """The whole history verbatim and in order between the system prompt and the query. In the
         room the budget leaves, only what the history cannot hold: external results when the
-        search fires, and with user scope memories of the user's other conversations."""
+        search fires, and with user scope memories of the user's other conversations, with the
+        day it is asked on (its line is kept out of the room for them, and left out without them)."""
+        ask, fixed = asked.ask, asked.fixed
+        adding = opts.scope == "user" or self.external is not None
         if isinstance(searching, list):
             memories = searching
-        elif opts.scope == "user" or self.external is not None:
+        elif adding:
             memories, timings["search"] = searching.result()
         else:
             searching.cancel()  # the history holds every memory of this conversation
             memories = []
-        room = budget - fixed - history_tokens
+        room = budget - fixed - history_tokens - (asked.fixed_dated - fixed if adding else 0)
         report, external_messages, external_sources, external_tokens, cuts = None, [], [], 0, []
         if self.external is not None:
             t0 = time.perf_counter()
@@ -239,20 +257,25 @@ class ContextAssembler:
                 user, conversation, ask, [m["content"] for m in history.messages], memories,
                 min(int((budget - fixed) * opts.external_share), room))
             timings["external"] = _ms(t0)
-        others = [m for m in memories if m.conversation_id != conversation] if opts.scope == "user" else []
+        others = [m for m in memories if m.conversation_id != conversation and said_nearby(m)] \
+            if opts.scope == "user" else []
         shown = {t["id"] for t in history.turns} | said_already(others, _said(history.turns))
         replies = asks_for_a_reply(ask["content"])
         lines: Lines = {}
-        recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies, lines=lines)
+        labels = self.names.of(user, conversation, others)
+        recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies, lines=lines,
+                                 labels=labels)
         recalled = self._memories_once(others, recalled, shown, _said(history.turns), room - external_tokens,
-                                       replies, lines)
+                                       replies, lines, labels)
         cuts += recalled.cuts
-        messages = [system, *external_messages, *([recalled.message] if recalled.message else []),
+        dated = bool(external_messages or recalled.message)
+        head = asked.head(dated)
+        messages = [*head, *external_messages, *([recalled.message] if recalled.message else []),
                     *history.messages, ask]
         total = messages_tokens(self.counter, messages)
         assert total <= budget, f"assembled {total} tokens over the budget of {budget}"
         sections = [
-            self._fixed_section("system", system),
+            self._head_section(head),
             SectionReport("external", external_tokens, external_tokens, len(external_sources)),
             SectionReport("memories", room - external_tokens, recalled.tokens, len(recalled.sources)),
             SectionReport("current", history_tokens, history_tokens, len(history.messages)),
@@ -263,16 +286,18 @@ class ContextAssembler:
                             conversation_id=conversation, seq=t["last_seq"]) for t in history.turns)]
         timings["total"] = _ms(started)
         return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total, sections=sections,
-                              sources=sources, cuts=cuts, timings_ms=timings, external=report)
+                              sources=sources, cuts=cuts, timings_ms=timings, external=report,
+                              today=asked.now.date() if dated else None, prompt_tokens=asked.prompt_tokens)
 
     def _memories_once(self, memories: Sequence[Memory], recalled: MemorySection, shown: set[UUID], said: set[str],
-                       budget: int, replies: bool, lines: Lines) -> MemorySection:
+                       budget: int, replies: bool, lines: Lines, labels: Labels = NO_LABELS) -> MemorySection:
         """The memory section with each sentence of five words or more once (`memories_once`):
         the same memories, repacked (they cost no more now, so all still fit), and the same cuts."""
         once = memories_once(memories, {s.id for s in recalled.sources}, said)
         if once is None:
             return recalled
-        packed = fill_memories(once, shown, budget, self.counter, replies=replies, lines=lines, report_cuts=False)
+        packed = fill_memories(once, shown, budget, self.counter, replies=replies, lines=lines, report_cuts=False,
+                               labels=labels)
         return replace(packed, cuts=recalled.cuts)
 
     def _say_once(self, items: CurrentItems, recalled: MemorySection, memories: Sequence[Memory], replaced: set[str]
@@ -327,6 +352,10 @@ class ContextAssembler:
     def _fixed_section(self, name: str, message: dict[str, str]) -> SectionReport:
         tokens = message_tokens(self.counter, message["role"], message["content"])
         return SectionReport(name, tokens, tokens, 1)
+
+    def _head_section(self, head: Sequence[dict[str, str]]) -> SectionReport:
+        """The system message's section: none when there is no system message."""
+        return self._fixed_section("system", head[0]) if head else SectionReport("system", 0, 0, 0)
 
     def _search_external(self, user: UUID, conversation: UUID, ask: dict, known: Sequence[str],
                          memories: Sequence[Memory], budget: int
@@ -403,9 +432,10 @@ class ContextAssembler:
         return [message], sources, message_tokens(self.counter, "system", message["content"]), cuts
 
     # The status quo ----------------------------------------------------------------------------
-    def _status_quo(self, user: UUID, conversation: UUID, system: dict, ask: dict, budget: int, fixed: int,
-                    opts: ContextOptions, started: float, unstored: "_Unstored | None" = None) -> WorkingContext:
-        """The last N raw messages that fit, nothing else (seed 002's comparison arm)."""
+    def _status_quo(self, user: UUID, conversation: UUID, asked: "Question", budget: int, opts: ContextOptions,
+                    started: float, unstored: "_Unstored | None" = None) -> WorkingContext:
+        """The last N raw messages that fit, nothing else: the comparison arm of a side-by-side rollout."""
+        ask, fixed, head = asked.ask, asked.fixed, asked.head(False)
         rows = self._current_rows(user, conversation, opts.status_quo_messages, unstored=unstored)
         turns = sorted((r for r in rows if r["kind"] == "message"), key=lambda r: r["last_seq"])
         kept: list[Mapping[str, Any]] = []
@@ -416,7 +446,7 @@ class ContextAssembler:
                 break
             kept.insert(0, t)
             used += cost
-        messages = [system, *(chat_turn(t["role"], t["content"]) for t in kept), ask]
+        messages = [*head, *(chat_turn(t["role"], t["content"]) for t in kept), ask]
         sources = [Source(kind="message", id=t["id"], section="current", external_id=t["external_id"],
                           conversation_id=conversation, seq=t["last_seq"]) for t in kept]
         cuts = [Cut("dropped", "current", "message", tuple(str(t["id"]) for t in turns[:len(turns) - len(kept)]),
@@ -424,7 +454,8 @@ class ContextAssembler:
         total = messages_tokens(self.counter, messages)
         return WorkingContext(mode="status_quo", messages=messages, budget=budget, tokens=total,
                               sections=[SectionReport("current", budget - fixed, total - fixed, len(kept))],
-                              sources=sources, cuts=cuts, timings_ms={"total": _ms(started)})
+                              sources=sources, cuts=cuts, timings_ms={"total": _ms(started)},
+                              prompt_tokens=asked.prompt_tokens)
 
 
 # Memory searches of every assembler: a call holds one thread of it while its own thread reads
@@ -472,11 +503,12 @@ class _Draft:
     external_tokens: int = 0
     replies: bool = False  # the query asks what the assistant said (memories weigh its replies as lines)
     lines: Lines = field(default_factory=dict)  # the memory turns' lines, shared by this context's fills
+    labels: Labels = field(default_factory=dict)  # the memories' other conversations, named
     filled: MemorySection | None = None  # the last fill of the memories, before each sentence once: to resume
 
-    def messages(self, system: dict, ask: dict) -> list[dict[str, str]]:
+    def messages(self, head: Sequence[dict[str, str]], ask: dict) -> list[dict[str, str]]:
         memory = [self.recalled.message] if self.recalled.message else []
-        return [system, *self.external_messages, *memory, *self.current_messages, ask]
+        return [*head, *self.external_messages, *memory, *self.current_messages, ask]
 
     def sections(self) -> list[SectionReport]:
         return [SectionReport("external", self.external_budget, self.external_tokens, len(self.external_sources)),
@@ -524,6 +556,23 @@ def whole_history(rows: Sequence[Mapping[str, Any]]) -> History | None:
     if len(turns) < count:
         return None
     return History(turns, [chat_turn(t["role"], t["content"]) for t in turns])
+
+
+# How near in meaning (cosine) a memory of another conversation that shares no search term with
+# the query must be to join a history sent as it is. The search's own floor (0.15) is set for
+# recall in a compressed context, where a weak hit costs only its place; beside a whole history
+# it would be all that the context adds. MiniLM puts unrelated lines at 0.0-0.2 (the demo's
+# birthday dinner brought a bakery's butter order at 0.16) and small talk near any diary line at
+# 0.24-0.27 ("Hello! How are you today?"). The first 16 LongMemEval dev instances, where every
+# memory comes this way, find the same evidence turns at 0, 0.25 and 0.35.
+NEARBY_SIMILARITY = 0.3
+
+
+def said_nearby(memory: Memory) -> bool:
+    """Whether a memory of another conversation is worth adding to a history sent as it is: the
+    full-text list ranked it (it, or a turn beside it, shares a term with the query), or its
+    meaning is near the query's."""
+    return memory.provenance.ranks.get("lexical") is not None or (memory.similarity or 0.0) >= NEARBY_SIMILARITY
 
 
 def _id_int(text: str) -> int | str:
@@ -582,10 +631,18 @@ def extractive_compressor(counter: TokenCounter, cache_size: int = 1_024) -> Com
 
 
 def get_working_context(app: Any, conversation: UUID, query: str, token_budget: int, *, user: UUID | None = None,
-                        system_prompt: str | None = None, status_quo: bool | None = None) -> WorkingContext:
+                        system_prompt: str | None = None, status_quo: bool | None = None,
+                        scope: Literal["conversation", "user"] | None = None, now: datetime | None = None,
+                        options: ContextOptions | None = None,
+                        search_options: SearchOptions | None = None) -> WorkingContext:
     """The working context with the app's settings (see `ContextAssembler.get_working_context`).
     A chat handler's front door is `memctx.connect(...).context(...)`, which takes the user and
-    every option explicitly."""
+    every option explicitly.
+
+    `scope`: "user" draws memories from all of the user's conversations, "conversation" only from
+    this one (None: `options`' scope, by default MEMCTX_CONTEXT_SCOPE). `now`: the moment it is
+    asked, the present by default; a replay or an evaluation asks in the past. `options` and
+    `search_options` replace the app's (`ContextOptions`, `SearchOptions`)."""
     from memctx.store import DEFAULT_USER
 
     if user is None:
@@ -593,8 +650,12 @@ def get_working_context(app: Any, conversation: UUID, query: str, token_budget: 
                       "user= (memctx.LOCAL_USER is that user), or use memctx.connect(...).context(message, "
                       "user=..., conversation=...)", DeprecationWarning, stacklevel=2)
     assembler = assembler_for(app)
+    opts = options or assembler.options
+    if scope is not None:
+        opts = replace(opts, scope=scope)
     return assembler.get_working_context(user or DEFAULT_USER, conversation, query, token_budget,
-                                         system_prompt=system_prompt, status_quo=status_quo)
+                                         system_prompt=system_prompt, status_quo=status_quo,
+                                         search_options=search_options, options=opts, now=now)
 
 
 _ASSEMBLERS: "WeakKeyDictionary[Any, ContextAssembler]" = WeakKeyDictionary()

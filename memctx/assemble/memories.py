@@ -18,8 +18,8 @@ from operator import attrgetter, itemgetter
 from typing import Any, Collection, Sequence
 from uuid import UUID
 
-from memctx.assemble.render import (GAP, MEMORY_HEADER, Line, gap_between, memory_groups, memory_section, session_header,
-                                   session_key, summary_line, turn_line)
+from memctx.assemble.render import (GAP, NO_LABELS, Labels, Line, gap_between, memory_groups, memory_header,
+                                    memory_section, session_header, session_key, summary_line, turn_line)
 from memctx.assemble.types import Cut, Source
 from memctx.frozen import frozen_new
 from memctx.retrieve.types import Fragment, Memory
@@ -153,6 +153,8 @@ class _Packing:
     # again by the later fills of one context: `Lines`), by the fragment's identity; each entry
     # holds its fragment, so no identity is reused while the entry lives.
     turns: "Lines" = field(default_factory=dict)
+    labels: Labels = field(default_factory=dict)  # the other conversations' names (`render.Labels`)
+    header: str = ""  # the section's first line
     gap: int = field(init=False, default=0)  # a gap mark's tokens with its newline
 
     def __post_init__(self) -> None:
@@ -178,13 +180,13 @@ class _Packing:
         gap marks it adds (or removes, when it fills a gap); and the seqs of each of its sessions
         with its turns among them, which `add` keeps when it is taken."""
         if memory.kind != "message":
-            return self.line(summary_line(memory)), {}
+            return self.line(summary_line(memory, self.labels)), {}
         total, seqs = 0, {}
         for fragment in fragments:
             _, tokens, key, _ = self.turn(fragment)
             if key not in seqs:
                 seqs[key] = list(self.seqs.get(key, ()))
-                total += 0 if seqs[key] else self.line(session_header(fragment))
+                total += 0 if seqs[key] else self.line(session_header(fragment, self.labels))
             total += tokens + self.gap * _insert(seqs[key], fragment.seq)
         return total, seqs
 
@@ -226,7 +228,7 @@ class _Packing:
         return memory_groups([self.chosen[rank] for rank in sorted(self.chosen)])
 
     def render(self, groups: Sequence[Sequence[Line]]) -> str:
-        return memory_section(groups, self.text)
+        return memory_section(groups, self.text, self.labels, self.header)
 
 
 def _insert(seqs: list[int], seq: int | None) -> int:
@@ -293,7 +295,7 @@ class _Fill:
 
 def fill_memories(memories: Sequence[Memory], shown: Collection[UUID], budget: int, counter: TokenCounter, *,
                   replies: bool = False, lines: Lines | None = None, report_cuts: bool = True,
-                  resumable: bool = False) -> MemorySection:
+                  resumable: bool = False, labels: Labels = NO_LABELS) -> MemorySection:
     """Fill the memory section best first within `budget` tokens (its whole message, exact).
 
     Takes, by worth per line (`offers`), every memory whose cost fits what is left; a memory
@@ -303,10 +305,11 @@ def fill_memories(memories: Sequence[Memory], shown: Collection[UUID], budget: i
     `lines`: the turns' lines as an earlier fill of the same context worked them out (`Lines`,
     filled in here). Without `report_cuts` the section reports no cuts (a repacking, whose
     caller keeps the cuts of the fill it repacks). A `resumable` section keeps its fill's state
-    for `more_memories`."""
-    empty = message_tokens(counter, ROLE, memory_section([]))
-    packing = _Packing(counter, {i.int for i in shown}, empty - counter.count(MEMORY_HEADER) + counter.count(MEMORY_HEADER + "\n"),
-                       turns={} if lines is None else lines)
+    for `more_memories`. `labels` names the memories' other conversations (the one asked in has none)."""
+    header = memory_header([m.conversation_id.int for m in memories], labels)
+    empty = message_tokens(counter, ROLE, memory_section([], header=header))
+    packing = _Packing(counter, {i.int for i in shown}, empty - counter.count(header) + counter.count(header + "\n"),
+                       turns={} if lines is None else lines, labels=labels, header=header)
     fill = _Fill(packing, offers(memories, replies))
     fill.take(range(len(fill.offered)), budget)
     return fill.section(budget, report_cuts, resumable)

@@ -6,14 +6,18 @@ repeated on every line), in conversation order with "…" where turns were skipp
 who spoke, and the raw text of a turn is kept verbatim (a quoted turn is evidence), followed, when
 it has relative dates, by what they meant on the day it was said ("(yesterday = 7 May 2023)").
 A long message may be shown by its relevant passage, verbatim too, marked as an excerpt of it
-("assistant (excerpt of a 640-token reply): …passage…").
+("assistant (excerpt of a 640-token reply): …passage…"). A memory of another of the user's
+conversations says which one under its date ('[7 November 2026, conversation "Weekend diary"]'),
+and the section's header says whose conversations it draws on; a context that carries memories
+says what day it is asked on ("Today is Saturday, 28 November 2026.").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Callable, Sequence
+from datetime import date, datetime
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Sequence
 
 from memctx.dates import relative_dates
 from memctx.retrieve.types import Fragment, Memory
@@ -21,6 +25,10 @@ from memctx.search.types import WebResult
 from memctx.summarize.text import format_day
 
 MEMORY_HEADER = "Relevant memories from earlier in the conversation (most relevant last):"
+OTHERS_HEADER = "Relevant memories from the user's other conversations (most relevant last):"
+MIXED_HEADER = "Relevant memories from this and the user's other conversations (most relevant last):"
+ANOTHER = "another conversation"  # a conversation with neither title nor external id
+LABEL_CHARS = 60  # a longer title or external id is cut, with "…"
 EXTERNAL_HEADER = "External search results:"
 SUMMARY_HEADER = "Conversation summary:"
 GAP = "…"  # turns skipped between two shown turns of one session (one token with its newline)
@@ -60,8 +68,38 @@ def session_key(fragment: Fragment) -> tuple[Any, ...]:
     return fragment.conversation_id.int, fragment.session, fragment.time.toordinal() if fragment.time else None
 
 
-def session_header(fragment: Fragment) -> str:
-    return f"[{format_date(fragment.time)}]" if fragment.time else UNDATED
+# Another conversation's id → what its memories say it is (`conversation_label`); a conversation
+# not in it is the one asked in, whose memories need no name.
+Labels = Mapping[int, str]
+NO_LABELS: Labels = MappingProxyType({})
+
+
+def conversation_label(title: str | None, external_id: str | None) -> str:
+    """How a memory names the conversation it comes from: its title, else its external id."""
+    name = " ".join((title or external_id or "").split())
+    if not name:
+        return ANOTHER
+    return f'conversation "{name if len(name) <= LABEL_CHARS else name[:LABEL_CHARS - 1] + "…"}"'
+
+
+def memory_header(conversations: Sequence[int], labels: Labels) -> str:
+    """The memory section's first line, for memories of these conversations (UUID ints)."""
+    others = sum(1 for c in set(conversations) if c in labels)
+    if not others:
+        return MEMORY_HEADER
+    return OTHERS_HEADER if others == len(set(conversations)) else MIXED_HEADER
+
+
+def today_line(day: date) -> str:
+    """What a context carrying dated memories says of the day it is asked on."""
+    return f"Today is {day:%A}, {format_day(day)}."
+
+
+def session_header(fragment: Fragment, labels: Labels = NO_LABELS) -> str:
+    label = labels.get(fragment.conversation_id.int)
+    if fragment.time is None:
+        return f"[undated, {label}]" if label else UNDATED
+    return f"[{format_date(fragment.time)}, {label}]" if label else f"[{format_date(fragment.time)}]"
 
 
 def turn_line(fragment: Fragment) -> str:
@@ -83,9 +121,10 @@ def date_note(fragment: Fragment) -> str:
     return f" ({'; '.join(f'{d.phrase} = {d.meaning}' for d in found)})" if found else ""
 
 
-def summary_line(memory: Memory) -> str:
+def summary_line(memory: Memory, labels: Labels = NO_LABELS) -> str:
     p = memory.provenance
-    return f"[summary of messages {p.first_seq}-{p.last_seq}] {memory.text}"
+    label = labels.get(memory.conversation_id.int)
+    return f"[summary of messages {p.first_seq}-{p.last_seq}{', ' + label if label else ''}] {memory.text}"
 
 
 def memory_groups(chosen: Sequence[tuple[Memory, Sequence[Fragment]]]) -> list[list[Line]]:
@@ -108,13 +147,14 @@ def gap_between(first: int | None, then: int | None) -> bool:
     return first is not None and then is not None and then > first + 1
 
 
-def group_lines(group: Sequence[Line], line_of: Callable[[Fragment], str] = turn_line) -> list[str]:
+def group_lines(group: Sequence[Line], line_of: Callable[[Fragment], str] = turn_line,
+                labels: Labels = NO_LABELS) -> list[str]:
     """A summary's line, or a session's header and turns (each `line_of` it: its `turn_line`,
     perhaps written before) with a gap mark between turns that were not said one after the other."""
     first = group[0].fragment
     if first is None:
-        return [summary_line(group[0].memory)]
-    lines, seq = [session_header(first)], None
+        return [summary_line(group[0].memory, labels)]
+    lines, seq = [session_header(first, labels)], None
     for line in group:
         fragment = line.fragment
         if gap_between(seq, fragment.seq):
@@ -133,8 +173,9 @@ def external_section(blocks: Sequence[str]) -> str:
     return "\n".join([EXTERNAL_HEADER, *blocks])
 
 
-def memory_section(groups: Sequence[Sequence[Line]], line_of: Callable[[Fragment], str] = turn_line) -> str:
-    return "\n".join([MEMORY_HEADER, *(text for group in groups for text in group_lines(group, line_of))])
+def memory_section(groups: Sequence[Sequence[Line]], line_of: Callable[[Fragment], str] = turn_line,
+                   labels: Labels = NO_LABELS, header: str = MEMORY_HEADER) -> str:
+    return "\n".join([header, *(text for group in groups for text in group_lines(group, line_of, labels))])
 
 
 def current_section(master: str | None, summaries: Sequence[str], board_summary: str | None,

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Literal, Mapping
 from uuid import UUID
 
 from memctx.search.types import SearchReport
 from memctx.store.requests import ContextRequest
-from memctx.tokens import TokenCounter, messages_tokens
+from memctx.tokens import REPLY_PRIMING, TokenCounter, messages_tokens
 
 SourceKind = Literal["message", "summary", "board", "external"]
 
@@ -85,6 +86,10 @@ class WorkingContext:
     cuts: list[Cut] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     external: SearchReport | None = None  # the external search's decision and results (None: off)
+    today: date | None = None  # the day the context tells the model it is (None: it says none)
+    # The system prompt's tokens as its own message, without the day's line (0: no prompt): what a
+    # client sending its whole history sends too
+    prompt_tokens: int = 0
 
     @property
     def text(self) -> str:
@@ -103,9 +108,12 @@ class WorkingContext:
                   kind: Literal["context", "proxy", "shadow"], query_stored_at: int | None = None, model: str | None = None,
                   timings_ms: Mapping[str, float] | None = None, upstream_status: int | None = None) -> ContextRequest:
         """Its row in the context request log. `query_stored_at` is the seq of the stored query
-        message (the proxy stores it): the history then counts it, up to that seq."""
-        system, query = self.messages[0], self.messages[-1]
-        fixed = messages_tokens(counter, [system] if query_stored_at is not None else [system, query])
+        message (the proxy stores it): the history then counts it, up to that seq. What the
+        history is weighed with: the system prompt the caller gave (not the day's line, which the
+        context adds), the reply priming and the query."""
+        query = self.messages[-1]
+        fixed = self.prompt_tokens + (REPLY_PRIMING if query_stored_at is not None
+                                      else messages_tokens(counter, [query]))
         return ContextRequest(user_id=user_id, conversation_id=conversation_id, kind=kind, token_budget=self.budget,
                               tokens_used=self.tokens, fixed_tokens=fixed,
                               timings_ms={**self.timings_ms, **(timings_ms or {})},
@@ -116,5 +124,5 @@ class WorkingContext:
         return {"mode": self.mode, "budget": self.budget, "tokens": self.tokens, "messages": self.messages,
                 "sections": [s.as_json() for s in self.sections], "sources": [s.as_json() for s in self.sources],
                 "dropped": [c.as_json() for c in self.dropped], "compressed": [c.as_json() for c in self.compressed],
-                "timings_ms": self.timings_ms,
+                "timings_ms": self.timings_ms, "today": self.today.isoformat() if self.today else None,
                 **({"external_search": self.external.as_json()} if self.external is not None else {})}

@@ -2,7 +2,8 @@
 
 `memctx context CONV --query TEXT --budget N [--json]` prints a WorkingContext;
 `memctx search QUERY [--conversation CONV]` prints memories;
-`memctx eval locomo PATH [--budgets 1000,2000,4000] [--json] [--plot FILE]` scores it on LoCoMo;
+`memctx eval locomo PATH [--budgets 1000,2000,4000] [--json] [--plot FILE] [--door D]` scores it on
+LoCoMo, through the door D (python, http, proxy, mcp: memctx.evaluate.doors);
 `memctx eval longmemeval PATH [...the same options]` on LongMemEval (memctx.evaluate.longmemeval);
 `memctx eval board PATH [--json]` scores the summary board (memctx.cli.pipeline).
 JSON goes to stdout; progress and errors go to stderr.
@@ -11,6 +12,7 @@ JSON goes to stdout; progress and errors go to stderr.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
@@ -23,12 +25,20 @@ from rich.table import Table
 from memctx.cli.common import BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, user_id
 from memctx.cli.pipeline import eval_board_cmd
 
+DOOR_HELP = ("ask through this door: python (the call in process), http (a `memctx serve` on loopback, with a key), "
+             "proxy (its OpenAI-compatible proxy, scored on what a loopback upstream receives), mcp (its MCP tools "
+             "through the official client over streamable HTTP)")
+
 
 def context_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
                 query: str = typer.Option(..., "--query", "-q", help="the user's new message"),
                 budget: int = typer.Option(2000, "--budget", "-b", min=1, help="token budget of the whole context"),
                 user: Optional[str] = typer.Option(None, help=USER_HELP),
                 status_quo: bool = typer.Option(False, "--status-quo", help="the last N raw messages instead"),
+                scope: Optional[str] = typer.Option(None, help="memories from all of the user's conversations (user) "
+                                                               "or this one's (conversation); default "
+                                                               "MEMCTX_CONTEXT_SCOPE"),
+                as_of: Optional[datetime] = typer.Option(None, "--as-of", help="ask at this moment (default: now)"),
                 as_json: bool = typer.Option(False, "--json", help="print the WorkingContext as JSON")) -> None:
     """Assemble the working context for a new message within a token budget."""
     from memctx.app import open_app
@@ -36,11 +46,14 @@ def context_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
     from memctx.config import Settings
     from memctx.store import UnknownConversation
 
+    if scope not in (None, "conversation", "user"):
+        fail("--scope is conversation or user", BAD_INPUT)
     owner = user_id(user)
     with open_app(Settings()) as memctx_app:
         conv = conversation_id(memctx_app, owner, conversation)
         try:
-            wc = get_working_context(memctx_app, conv, query, budget, user=owner, status_quo=status_quo or None)
+            wc = get_working_context(memctx_app, conv, query, budget, user=owner, status_quo=status_quo or None,
+                                     scope=scope, now=as_of)
         except (UnknownConversation, BudgetTooSmall) as exc:
             fail(str(exc), BAD_INPUT)
     if as_json:
@@ -55,7 +68,9 @@ def context_cmd(conversation: str = typer.Argument(..., help=CONVERSATION_HELP),
 def search_cmd(query: str = typer.Argument(..., help="what to look for"),
                conversation: Optional[str] = typer.Option(None, "--conversation", "-c", help=CONVERSATION_HELP),
                limit: int = typer.Option(10, min=1), threshold: Optional[float] = typer.Option(None),
-               user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
+               user: Optional[str] = typer.Option(None, help=USER_HELP),
+               as_of: Optional[datetime] = typer.Option(None, "--as-of", help="ask at this moment (default: now)")
+               ) -> None:
     """Memory search; prints one JSON line per memory, best first."""
     from memctx.app import open_app
     from memctx.config import Settings
@@ -64,7 +79,7 @@ def search_cmd(query: str = typer.Argument(..., help="what to look for"),
     owner = user_id(user)
     with open_app(Settings()) as memctx_app:
         conv = conversation_id(memctx_app, owner, conversation) if conversation else None
-        for memory in search_memories(memctx_app, owner, query, conv, limit=limit, threshold=threshold):
+        for memory in search_memories(memctx_app, owner, query, conv, limit=limit, threshold=threshold, now=as_of):
             print(json.dumps(memory.as_json(), ensure_ascii=False))
 
 
@@ -79,15 +94,19 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
                                               "in a new one with user-scope memory"),
                     prefixes: Optional[str] = typer.Option(
                         None, help="also score conversation prefixes of these many turns (e.g. 20,50,100,200), "
-                                   "each asked the questions whose evidence lies inside it")) -> None:
+                                   "each asked the questions whose evidence lies inside it"),
+                    door: str = typer.Option("python", help=DOOR_HELP)) -> None:
     """Score get_working_context on a LoCoMo file (no LLM): evidence recall, answer containment,
     tokens and latency, beside the recency, dense-only and full-text-only baselines."""
     from memctx.app import open_app
+    from memctx.assemble import assembler_for
     from memctx.config import Settings
+    from memctx.evaluate.doors import open_door
     from memctx.evaluate.locomo import load_questions
     from memctx.evaluate.run import run_eval
 
     sizes = _budgets(budgets)
+    _check_door(door)
     if scope not in ("conversation", "user"):
         fail("--scope is conversation or user", BAD_INPUT)
     try:
@@ -102,8 +121,9 @@ def eval_locomo_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False
             TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
             console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("eval", total=total * (2 if scope == "conversation" else 1))  # + baselines' pass
-        results = run_eval(memctx_app, path, sizes, user=owner, limit=limit, scope=scope,
-                           progress=lambda n: progress.advance(task, n))
+        with open_door(door, memctx_app, assembler_for(memctx_app), sizes) as asking:
+            results = run_eval(memctx_app, path, sizes, user=owner, limit=limit, scope=scope, door=asking,
+                               progress=lambda n: progress.advance(task, n))
         if cuts:
             from memctx.evaluate.prefixes import run_prefixes
 
@@ -162,6 +182,13 @@ def _per_100(retention: dict) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
+def _check_door(door: str) -> None:
+    from memctx.evaluate.doors import DOORS
+
+    if door not in DOORS:
+        fail(f"--door is one of {', '.join(DOORS)}", BAD_INPUT)
+
+
 def _budgets(budgets: str) -> list[int]:
     try:
         sizes = sorted({int(b) for b in budgets.split(",") if b.strip()})
@@ -177,7 +204,8 @@ def eval_longmemeval_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=
                          budgets: str = typer.Option("1000,2000,4000", help="comma-separated token budgets"),
                          as_json: bool = typer.Option(False, "--json", help="print the full results as JSON"),
                          plot: Optional[Path] = typer.Option(None, help="write recall against budget to this image"),
-                         limit: Optional[int] = typer.Option(None, min=1, help="only the first N instances")) -> None:
+                         limit: Optional[int] = typer.Option(None, min=1, help="only the first N instances"),
+                         door: str = typer.Option("python", help=DOOR_HELP)) -> None:
     """Score the working context on a LongMemEval file (no LLM).
 
     Each instance's sessions are stored as closed conversations of one user, and the question is
@@ -185,11 +213,14 @@ def eval_longmemeval_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=
     session recall, answer containment, tokens and latency, by question type, beside plain BM25,
     dense and RRF over whole turns. A re-run reuses what is stored."""
     from memctx.app import open_app
+    from memctx.assemble import assembler_for
     from memctx.config import Settings
+    from memctx.evaluate.doors import open_door
     from memctx.evaluate.longmemeval import read_instances, run_longmemeval
     from memctx.models import InvalidInput
 
     sizes = _budgets(budgets)
+    _check_door(door)
     try:
         total = len(read_instances(path)[:limit] if limit else read_instances(path))
     except InvalidInput as exc:
@@ -198,7 +229,9 @@ def eval_longmemeval_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=
             TextColumn("storing + evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
             console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("eval", total=total)
-        results = run_longmemeval(memctx_app, path, sizes, limit=limit, progress=lambda n: progress.advance(task, n))
+        with open_door(door, memctx_app, assembler_for(memctx_app), sizes) as asking:
+            results = run_longmemeval(memctx_app, path, sizes, limit=limit, door=asking,
+                                      progress=lambda n: progress.advance(task, n))
     if plot:
         from memctx.evaluate.plot import plot_recall
 

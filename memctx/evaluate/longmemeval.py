@@ -26,7 +26,7 @@ import gzip
 import json
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -38,6 +38,7 @@ from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.assemble.repeats import sentence_tally, sentences
 from memctx.assemble.types import Source
 from memctx.evaluate.baselines import bm25_scores, bm25_terms, pack, rrf_order, turn_line
+from memctx.evaluate.doors import Door, PythonDoor
 from memctx.evaluate.locomo import contains_answer, normalize
 from memctx.evaluate.run import mean_of, percentile_of
 from memctx.models import InvalidInput, NewMessage
@@ -231,13 +232,18 @@ def _ratio(a: int, b: int) -> float | None:
 
 
 def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: ContextAssembler | None = None,
-                    limit: int | None = None, progress: Progress | None = None) -> dict[str, Any]:
-    """Score get_working_context (user scope, asked at each question's date) on every instance of
-    a LongMemEval file at each budget, beside the whole-turn baselines."""
+                    limit: int | None = None, progress: Progress | None = None,
+                    door: Door | None = None) -> dict[str, Any]:
+    """Score the working context through `door` (the Python call by default; user scope, asked at
+    each question's date) on every instance of a LongMemEval file at each budget, beside the
+    whole-turn baselines; also apart for the odd and the even instances (sorted by question_id)."""
     instances = read_instances(path)[:limit] if limit else read_instances(path)
-    base = assembler or assembler_for(app)
-    assembler = ContextAssembler(base.pool, base.counter, base.search, replace(base.options, scope="user"))
+    assembler = assembler or assembler_for(app)
+    door = door or PythonDoor(assembler)
     system = assembler.options.system_prompt
+    halves = {q: ("odd", "even")[i % 2] for i, q in enumerate(sorted(i.question_id for i in instances))}
+    halved = {b: {h: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for h in ("odd", "even")}
+              for b in budgets}
     arms = {b: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for b in budgets}
     by_type = {b: {t: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for t in TYPES} for b in budgets}
     history, turns, prepared, passages = [], 0, [], []
@@ -255,22 +261,22 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
         history.append(sum(line_tokens.values()))
         turns += len(rows)
         for budget in budgets:  # memctx first, alone, so its latency is not mixed with the baselines'
-            t0 = time.perf_counter()
-            wc = assembler.get_working_context(user, asked, instance.question, budget, now=instance.question_date)
-            ms = (time.perf_counter() - t0) * 1000
+            wc = door.ask(user, asked, instance.question, budget, scope="user", now=instance.question_date)
             repeated, said = sentence_tally(wc.messages)
             repeats[budget].update(repeated=repeated, sentences=said)
             for tally in _tallies(arms, by_type, budget, instance, "memctx"):
-                tally.add(instance, wc.text, wc.tokens, texts, ms, wc.sources)
+                tally.add(instance, wc.text, wc.tokens, texts, wc.ms, wc.sources)
+            halved[budget][halves[instance.question_id]]["memctx"].add(instance, wc.text, wc.tokens, texts)
         for kind, ranked in baseline_rankings(rows, instance.question).items():
             for budget in budgets:
                 context, tokens = pack(ranked, system, instance.question, budget, app.counter, line_tokens)
-                for tally in _tallies(arms, by_type, budget, instance, kind):
+                for tally in [*_tallies(arms, by_type, budget, instance, kind),
+                              halved[budget][halves[instance.question_id]][kind]]:
                     tally.add(instance, context, tokens, texts)
         if progress:
             progress(1)
     return {
-        "dataset": str(path), "scope": "user", "questions_total": len(instances), "turns": turns,
+        "dataset": str(path), "scope": "user", "door": door.name, "questions_total": len(instances), "turns": turns,
         "notes": ["each haystack session its own closed conversation of the instance's user; the question asked "
                   "in a new one, user scope, at question_date"],
         "full_history_tokens": {"mean": round(float(np.mean(history)), 1) if history else None},
@@ -285,7 +291,9 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
                              "baselines": {k: arms[b][k].summary(latency=False) for k in BASELINES},
                              "by_type": {t: {**v["memctx"].summary(latency=True),
                                              "baselines": {k: v[k].summary(latency=False) for k in BASELINES}}
-                                         for t, v in by_type[b].items() if v["memctx"].questions}}
+                                         for t, v in by_type[b].items() if v["memctx"].questions},
+                             "halves": {h: {arm: {"evidence_found": t.found, "evidence_gold": t.gold}
+                                            for arm, t in arms_of.items()} for h, arms_of in halved[b].items()}}
                     for b in budgets},
     }
 

@@ -13,6 +13,10 @@ in a new, empty conversation of that user, and the context draws on all of the u
 live summaries and long-term conversation summaries. The baselines are per conversation and are
 left out there.
 
+Every question is asked through a door (memctx.evaluate.doors: the Python call by default, or a
+real server's HTTP API, proxy or MCP tools) at the moment its conversation ended: the last
+message's time of the conversation asked about (user scope: of the sample's sessions).
+
 The headline `evidence_recall` pools the gold turns of categories 1–4 (found / all). Beside it,
 under their own names: the per-question mean over every category (`evidence_recall_question_mean`,
 memctx's headline before 0.2) and category 5's (`evidence_recall_adversarial`).
@@ -21,13 +25,13 @@ Answer containment has a ceiling below 100 %: many gold answers are not said in 
 2023" for a turn that says "yesterday"). `answer_containment_ceiling` is the containment of the
 full history, every turn rendered as the memory section renders it (session date headers, then
 "Speaker: text" lines), and each budget's `answer_containment_ratio` is its containment over it.
+`halves` gives the pooled figure of the odd and the even conversations (sorted by sample id) apart.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
 from uuid import UUID, uuid5
@@ -38,6 +42,7 @@ from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.assemble.render import session_header, session_key, turn_line as memory_line
 from memctx.assemble.repeats import sentence_tally
 from memctx.evaluate.baselines import BASELINES, baseline_context, turn_line
+from memctx.evaluate.doors import Door, PythonDoor
 from memctx.evaluate.locomo import (CATEGORIES, CONTAINMENT_CATEGORIES, POOLED_CATEGORIES, Question,
                                     contains_answer, evidence_found, load_questions)
 from memctx.evaluate.retention import ChainTally, Gold, RetentionTally, chain_text, load_observations
@@ -160,24 +165,29 @@ def prepare_sessions(app: Any, path: Path) -> tuple[dict[str, tuple[UUID, UUID]]
 def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAULT_USER,
              assembler: ContextAssembler | None = None, limit: int | None = None,
              progress: Progress | None = None, baselines: bool = True,
-             scope: Literal["conversation", "user"] = "conversation") -> dict[str, Any]:
-    """Score get_working_context on every question of a LoCoMo file at each budget."""
+             scope: Literal["conversation", "user"] = "conversation", door: Door | None = None) -> dict[str, Any]:
+    """Score the working context through `door` (the Python call by default) on every question of
+    a LoCoMo file at each budget."""
     assembler = assembler or assembler_for(app)
+    door = door or PythonDoor(assembler)
     if scope == "user":
         asked, notes = prepare_sessions(app, path)
-        assembler = ContextAssembler(assembler.pool, assembler.counter, assembler.search,
-                                     replace(assembler.options, scope="user"))
         baselines = False
         conversations = {sid: cid for sid, (_, cid) in asked.items()}
         owners = {cid: owner for owner, cid in asked.values()}
         messages = {cid: _user_messages(app, owner) for cid, owner in owners.items()}
         texts = {cid: {m.external_id: m.text for m in ms if m.external_id} for cid, ms in messages.items()}
         full = {cid: history_text(ms) for cid, ms in messages.items()}
+        moments = {cid: max(m.created_at for m in ms) for cid, ms in messages.items()}
         line_tokens, history = {}, {}
     else:
         conversations, notes = prepare(app, path, user)
         owners = {cid: user for cid in conversations.values()}
         texts, line_tokens, history, full = _conversation_data(app, user, conversations)
+        moments = {cid: app.store.get_conversation(user, cid).last_message_at for cid in conversations.values()}
+    halves = {sid: ("odd", "even")[i % 2] for i, sid in enumerate(sorted(conversations))}
+    halved = {b: {h: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for h in ("odd", "even")}
+              for b in budgets}
     questions = load_questions(path)[:limit] if limit else load_questions(path)
     system = assembler.options.system_prompt
     arms = {b: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for b in budgets}
@@ -190,14 +200,13 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
     for q in questions:  # memctx first, alone, so its latency is not mixed with the baselines'
         cid = conversations[q.sample_id]
         for budget in budgets:
-            t0 = time.perf_counter()
-            wc = assembler.get_working_context(owners[cid], cid, q.question, budget)
-            ms = (time.perf_counter() - t0) * 1000
+            wc = door.ask(owners[cid], cid, q.question, budget, scope=scope, now=moments[cid])
             repeated, said = sentence_tally(wc.messages)
             repeats[budget].update(repeated=repeated, sentences=said)
-            arms[budget]["memctx"].add(q, wc.text, wc.tokens, texts[cid], ms)
+            arms[budget]["memctx"].add(q, wc.text, wc.tokens, texts[cid], wc.ms)
+            halved[budget][halves[q.sample_id]]["memctx"].add(q, wc.text, wc.tokens, texts[cid])
             kept[budget]["memctx"].add(gold[cid], wc.text, wc.tokens)
-            by_cat[budget][q.category].add(q, wc.text, wc.tokens, texts[cid], ms)
+            by_cat[budget][q.category].add(q, wc.text, wc.tokens, texts[cid], wc.ms)
         if progress:
             progress(1)
     for q in questions if baselines else ():
@@ -208,11 +217,12 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
                 context, tokens = baseline_context(ranked, kind, system, q.question, budget, app.counter,
                                                    line_tokens[cid])
                 arms[budget][kind].add(q, context, tokens, texts[cid])
+                halved[budget][halves[q.sample_id]][kind].add(q, context, tokens, texts[cid])
                 kept[budget][kind].add(gold[cid], context, tokens)
         if progress:
             progress(1)
     return {
-        "dataset": str(path), "scope": scope, "questions_total": len(questions),
+        "dataset": str(path), "scope": scope, "door": door.name, "questions_total": len(questions),
         "conversations": len(conversations), "notes": notes,
         "full_history_tokens": {"mean": round(float(np.mean(list(history.values()))), 1) if history else None,
                                 "per_conversation": history},
@@ -227,7 +237,10 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
                                                "retention": kept[b][k].summary()}
                                            for k in BASELINES} if baselines else {},
                              "by_category": {CATEGORIES[c]: t.summary(latency=True, ceiling=ceiling_by_cat.get(c))
-                                             for c, t in sorted(by_cat[b].items()) if t.recall or t.skipped}}
+                                             for c, t in sorted(by_cat[b].items()) if t.recall or t.skipped},
+                             "halves": {h: {arm: {"evidence_found": t.found, "evidence_gold": t.gold}
+                                            for arm, t in arms_of.items() if arm == "memctx" or baselines}
+                                        for h, arms_of in halved[b].items()}}
                     for b in budgets},
     }
 

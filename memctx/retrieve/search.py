@@ -674,7 +674,9 @@ def _summary_fragment(row: Mapping[str, Any]) -> Fragment:
 
 def search_memories(app: Any, user: UUID, query: str, conversation: UUID | None = None,
                     time_range: TimeRange | None = None, limit: int = 10, threshold: float | None = None,
-                    *, reranker: Reranker | None = None) -> list[Memory]:
-    """Memory search with the app's settings (see `MemorySearch.search`)."""
+                    *, reranker: Reranker | None = None, now: datetime | None = None) -> list[Memory]:
+    """Memory search with the app's settings (see `MemorySearch.search`), asked at `now` (by
+    default the present: the query's relative dates mean the days they name today)."""
     engine = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(app.settings), reranker)
-    return engine.search(user, query, conversation, time_range, limit, threshold)
+    return engine.search(user, query, conversation, time_range, limit, threshold,
+                         now=now or datetime.now(timezone.utc))

@@ -679,3 +679,10 @@ select distinct s.speaker
  cross join lateral unnest(c.speakers) as s(speaker)
  where c.user_id = %(user_id)s::uuid
    and (%(conversation_id)s::uuid is null or c.id = %(conversation_id)s::uuid)
+
+-- name: conversation_labels
+-- The title and external id of conversations a context's memories come from (the one asked in
+-- excepted), which name them in it. Cached by callers: neither changes after creation.
+select c.id, c.title, c.external_id
+  from memctx.conversations c
+ where c.user_id = %(user_id)s::uuid and c.id = any(%(ids)s::uuid[])

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import uuid
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
@@ -18,7 +19,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from api_support import build_api, serve
 from memctx.config import Settings
-from support import TRIP, row_counts
+from memctx.models import NewMessage
+from memctx.tokens import messages_tokens
+from support import DIARY_ASK, TRIP, row_counts, weekend_first, write_diary
 
 ROOT = Path(__file__).resolve().parents[2]
 CALL = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}
@@ -85,7 +88,8 @@ def received(upstream):
 @pytest.fixture
 def settings(database_url, upstream):
     return Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, upstream_base_url=upstream[0] + "/v1",
-                    upstream_api_key="upstream-secret", proxy_token_budgets={"fake-model": 1500})
+                    upstream_api_key="upstream-secret",
+                    proxy_token_budgets={"fake-model": 1500, "small-model": 300, "fake-500-twice": 600})
 
 
 @pytest.fixture
@@ -176,7 +180,7 @@ def test_tool_calls_are_stored_as_blocks_and_the_tool_loop_reaches_the_upstream(
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_an_upstream_error_comes_back_as_it_is_and_the_message_is_stored_once(client, received, app, alice, stream):
+def test_an_upstream_error_comes_back_as_it_is_and_stores_nothing(client, received, app, alice, stream):
     for _ in range(2):  # a retry with the same Idempotency-Key
         with pytest.raises(openai.RateLimitError) as caught:
             client.chat.completions.create(model="fake-error", stream=stream, messages=[{"role": "user", "content": "hello?"}],
@@ -184,7 +188,8 @@ def test_an_upstream_error_comes_back_as_it_is_and_the_message_is_stored_once(cl
         assert caught.value.status_code == 429
         assert caught.value.body == {"message": "slow down", "type": "rate_limit_error", "code": "rate_limited"}
     assert len(received) == 2
-    assert _stored(app, alice) == [("user", [{"type": "text", "text": "hello?"}])]
+    assert [m["content"] for m in received[1]["body"]["messages"]] == ["hello?"]  # the turn once, no prompt added
+    assert _stored(app, alice) == []  # no turn without its reply
 
 
 def test_an_idempotency_key_retry_stores_nothing_twice_and_gets_the_stored_reply(client, received, app, alice):
@@ -264,8 +269,9 @@ def test_a_failed_call_and_its_later_retry_store_one_copy(retrying, received, ap
     with pytest.raises(openai.InternalServerError):
         retrying.chat.completions.create(model="fake-500", messages=ask)
     assert len(received) == 3
-    assert _stored(app, alice) == [("user", [{"type": "text", "text": "Book a table for six."}])]
+    assert _stored(app, alice) == []  # three failed attempts leave no turn without a reply
     retrying.chat.completions.create(model="fake-model", messages=ask)  # the app tries again later
+    assert received[-1]["body"]["messages"] == ask
     assert [(role, _text(blocks)) for role, blocks in _stored(app, alice)] == [
         ("user", "Book a table for six."), ("assistant", "Your cat is called Miso.")]
     # Saying the same thing again after a reply is a new turn, not a retry.
@@ -295,21 +301,36 @@ def test_the_history_a_request_carries_is_stored_once_in_order_and_reaches_the_u
         *expected, ("user", "And the first one?"), ("assistant", "Your cat is called Miso.")]
 
 
-def test_without_an_upstream_the_proxy_answers_503_naming_the_setting(app, database_url, api_key_for, alice):
+class _Counted:
+    """An ASGI app that counts the HTTP requests reaching it."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.requests = inner, 0
+
+    async def __call__(self, scope, receive, send) -> None:
+        self.requests += scope["type"] == "http"
+        await self.inner(scope, receive, send)
+
+
+def test_without_an_upstream_the_proxy_answers_503_naming_the_setting_once(app, database_url, api_key_for, alice):
+    """The official client with its default retries asks once: the answer tells it not to retry."""
     no_upstream = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4)
     assert no_upstream.upstream_base_url is None
     with app.pool.connection() as conn:
         before = row_counts(conn)
-    with serve(build_api(app, no_upstream)) as url, openai.OpenAI(
-            base_url=url + "/v1", api_key=api_key_for(alice), max_retries=0,
-            default_headers={"X-Memctx-Conversation": "chat-1"}) as alices:
+    counted = _Counted(build_api(app, no_upstream))
+    with serve(counted) as url, openai.OpenAI(base_url=url + "/v1", api_key=api_key_for(alice),
+                                              default_headers={"X-Memctx-Conversation": "chat-1"}) as alices:
         for call in (lambda: alices.chat.completions.create(model="fake-model",
                                                             messages=[{"role": "user", "content": "hi"}]),
                      alices.models.list):
+            counted.requests = 0
             with pytest.raises(openai.InternalServerError) as caught:
                 call()
-            assert caught.value.status_code == 503
-            assert "MEMCTX_UPSTREAM_BASE_URL" in caught.value.response.json()["detail"]
+            assert caught.value.status_code == 503 and counted.requests == 1
+            assert caught.value.response.headers["x-should-retry"] == "false"
+            assert caught.value.code == "no_upstream" and caught.value.type == "server_error"
+            assert "MEMCTX_UPSTREAM_BASE_URL" in caught.value.message  # what the SDK shows
     with app.pool.connection() as conn:
         after = row_counts(conn)
     assert {k: v for k, v in after.items() if k != "api_keys"} == {k: v for k, v in before.items() if k != "api_keys"}
@@ -333,3 +354,120 @@ def test_a_conversation_that_fits_reaches_the_upstream_as_the_client_sent_it(api
                            " order by id").fetchall()
     assert len(log) == len(TRIP) // 2 and all(r["token_budget"] == 4000 for r in log)
     assert all(r["tokens_used"] <= r["full_history_tokens"] for r in log)
+
+
+def _says(body: dict, text: str) -> int:
+    """How many of the messages the upstream received say exactly `text`."""
+    return sum(m["content"] == text for m in body["messages"])
+
+
+def _talk(app, user, name: str, turns: int) -> None:
+    """`turns` stored turns of a conversation, user and assistant in turn, a minute apart."""
+    conv = app.store.create_conversation(user, external_id=name)
+    t0 = datetime.now(timezone.utc) - timedelta(hours=2)
+    app.store.append_messages(user, conv.id, [
+        NewMessage.build("user" if i % 2 == 0 else "assistant",
+                         f"Note {i}: the crate in bay {i} holds {3 * i + 7} blue ceramic tiles for the kitchen floor.",
+                         created_at=t0 + timedelta(minutes=i)) for i in range(turns)])
+
+
+@pytest.mark.parametrize("key", [None, "turn-61"])
+@pytest.mark.parametrize("turns", [0, 60])
+def test_a_retry_sends_the_users_turn_once(api_server, api_key_for, received, app, alice, key, turns):
+    """The official client's default retries after two failures: every attempt carries the turn
+    once, whether or not the call has a key, in a new conversation or after 60 turns (a
+    compressed context), and it is stored once with its reply."""
+    _talk(app, alice, "long", turns)
+    ask = "How many tiles are in bay 12?"
+    with openai.OpenAI(base_url=api_server + "/v1", api_key=api_key_for(alice),
+                       default_headers={"X-Memctx-Conversation": "long"}) as retrying:
+        retrying.chat.completions.create(model="fake-500-twice", messages=[{"role": "user", "content": ask}],
+                                         extra_headers={"Idempotency-Key": key} if key else None)
+    assert len(received) == 3
+    assert [_says(r["body"], ask) for r in received] == [1, 1, 1]
+    assert received[0]["body"] == received[2]["body"]  # the retry is the request memctx meant the first time
+    stored = _stored(app, alice, "long")
+    assert [_text(blocks) for _, blocks in stored[turns:]] == [ask, "Your cat is called Miso."]
+    with app.pool.connection() as conn:
+        saved = conn.execute("select full_history_tokens - tokens_used as saved from memctx.context_requests"
+                             " order by id").fetchall()
+    assert all(r["saved"] >= 0 for r in saved)
+
+
+def test_a_failed_upstream_leaves_no_orphan_turn(retrying, received, app, alice):
+    """What is stored when the upstream fails: nothing of the request. The next request's prompt
+    alternates as the client's does."""
+    retrying.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "My cat is Miso."}])
+    with pytest.raises(openai.InternalServerError):
+        retrying.chat.completions.create(model="fake-500", messages=[{"role": "user", "content": "Book a table."}])
+    assert len(received) == 4
+    retrying.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "What is my cat called?"}])
+    roles = [m["role"] for m in received[-1]["body"]["messages"]]
+    assert roles == ["user", "assistant", "user"]
+    assert [(role, _text(blocks)) for role, blocks in _stored(app, alice)] == [
+        ("user", "My cat is Miso."), ("assistant", "Your cat is called Miso."),
+        ("user", "What is my cat called?"), ("assistant", "Your cat is called Miso.")]
+
+
+def test_no_system_prompt_is_added_unless_the_context_carries_memories(retrying, received, app, alice):
+    """A client that sends no system message gets none while its history is sent as it is; a
+    compressed context carries its memories with the day's line alone, and the log weighs it
+    against the client's own status quo (history and query, no system message)."""
+    retrying.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "Hello there."}])
+    assert [m["role"] for m in received[0]["body"]["messages"]] == ["user"]
+    _talk(app, alice, "long", 60)
+    ask = {"role": "user", "content": "How many tiles are in bay 12?"}
+    retrying.chat.completions.create(model="small-model", messages=[ask], extra_headers={"X-Memctx-Conversation": "long"})
+    sent = received[-1]["body"]["messages"]
+    today = datetime.now(timezone.utc).date()
+    assert sent[0] == {"role": "system", "content": f"Today is {today:%A}, {today.day} {today:%B %Y}."}
+    assert "helpful assistant" not in json.dumps(sent) and sent[-1] == ask
+    history = [{"role": role, "content": _text(blocks)} for role, blocks in _stored(app, alice, "long")][:60]
+    with app.pool.connection() as conn:
+        log = conn.execute("select tokens_used, full_history_tokens from memctx.context_requests order by id").fetchall()
+    assert log[-1]["tokens_used"] == messages_tokens(app.counter, sent) <= 300
+    assert log[-1]["full_history_tokens"] == messages_tokens(app.counter, [*history, ask])
+
+
+def test_the_proxys_own_errors_come_in_openais_shape(api_server, api_key_for, alice, received):
+    """What the SDK shows: the reason, its type and code, and the field it names."""
+    with openai.OpenAI(base_url=api_server + "/v1", api_key=api_key_for(alice), max_retries=0) as anonymous_chat:
+        with pytest.raises(openai.UnprocessableEntityError) as caught:  # no conversation named
+            anonymous_chat.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}])
+        assert caught.value.body["type"] == "invalid_request_error" and caught.value.body["code"] == "invalid_value"
+        assert caught.value.body["param"] == "X-Memctx-Conversation" and "name the conversation" in caught.value.message
+        with pytest.raises(openai.UnprocessableEntityError) as caught:
+            anonymous_chat.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}],
+                                                   extra_headers={"X-Memctx-Conversation": "c", "X-Memctx-Scope": "all"})
+        assert caught.value.body["param"] == "X-Memctx-Scope"
+        with pytest.raises(openai.UnprocessableEntityError) as caught:  # no user message
+            anonymous_chat.chat.completions.create(model="fake-model", messages=[{"role": "system", "content": "hi"}],
+                                                   extra_headers={"X-Memctx-Conversation": "c"})
+        assert "role 'user'" in caught.value.message
+        with pytest.raises(openai.NotFoundError) as caught:
+            anonymous_chat.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}],
+                                                   extra_headers={"X-Memctx-Conversation": str(uuid.uuid4())})
+        assert caught.value.body == {"message": "conversation not found", "type": "not_found_error", "param": None,
+                                     "code": "conversation_not_found"}
+    with openai.OpenAI(base_url=api_server + "/v1", api_key="mck_not-a-key", max_retries=0) as stranger:
+        for call in (lambda: stranger.chat.completions.create(model="fake-model",
+                                                              messages=[{"role": "user", "content": "hi"}]),
+                     stranger.models.list):
+            with pytest.raises(openai.AuthenticationError) as caught:
+                call()
+            assert caught.value.body["type"] == "authentication_error" and "credentials" in caught.value.message
+    assert received == []
+
+
+def test_a_new_conversation_remembers_the_users_other_ones(client, received, app, alice):
+    """Cross-conversation memory by default, this conversation alone with the scope header; the
+    diary's last weekend comes first without a moment given, and each memory names its
+    conversation and date."""
+    write_diary(app, alice, datetime.now(timezone.utc).date())
+    client.chat.completions.create(model="small-model", messages=[{"role": "user", "content": DIARY_ASK}],
+                                   extra_headers={"X-Memctx-Conversation": "new-chat"})
+    memory = next(m["content"] for m in received[-1]["body"]["messages"] if m["content"].startswith("Relevant"))
+    assert weekend_first(memory) and 'conversation "diary"]' in memory and "earlier in the conversation" not in memory
+    client.chat.completions.create(model="small-model", messages=[{"role": "user", "content": DIARY_ASK}],
+                                   extra_headers={"X-Memctx-Conversation": "other-chat", "X-Memctx-Scope": "conversation"})
+    assert received[-1]["body"]["messages"] == [{"role": "user", "content": DIARY_ASK}]

@@ -41,7 +41,10 @@ def test_never_over_budget_and_query_last_system_first(app, budget):
     query = "What breed is Rex?"
     wc = get_working_context(app, conv.id, query, budget, user=user)
     assert wc.tokens == messages_tokens(app.counter, wc.messages) <= budget
-    assert wc.messages[0]["role"] == "system" and wc.messages[0]["content"] == app.settings.context_system_prompt
+    # a compressed context says what day it is asked on, after the prompt (3000 holds the history)
+    said = "" if wc.today is None else f"\nToday is {wc.today:%A}, {wc.today.day} {wc.today:%B %Y}."
+    assert wc.today in (None, datetime.now(timezone.utc).date()) and (wc.today is None) == (budget == 3000)
+    assert wc.messages[0] == {"role": "system", "content": app.settings.context_system_prompt + said}
     assert wc.messages[-1] == {"role": "user", "content": query}
     assert sum(s.tokens for s in wc.sections) + 3 == wc.tokens  # every token is accounted to a section
 
