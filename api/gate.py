@@ -15,7 +15,7 @@ import json
 import anyio
 from starlette.routing import Match
 
-from api.errors import DATABASE_UNAVAILABLE, unavailable
+from memctx.api.errors import DATABASE_UNAVAILABLE, unavailable
 from memctx.auth import Unauthorized, bearer
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from api_support import api_key, build_api, serve
-from mcp_tools.server import NO_ENGINE
+from memctx.mcp_tools.server import NO_ENGINE
 from memctx.app import App, open_app
 from memctx.config import Settings
 from memctx.models import NewMessage
