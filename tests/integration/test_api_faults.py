@@ -214,7 +214,7 @@ def test_uploads_are_refused_before_they_are_read(small_bodies, api_key_for):
 
         def streamed():  # no Content-Length: refused once it passes the limit
             yield b'{"messages": ['
-            for i in range(2000):
+            for _ in range(2000):
                 yield json.dumps({"role": "user", "content": "x" * 100}).encode() + b","
             yield b'{"role": "user", "content": "end"}]}'
 
