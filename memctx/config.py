@@ -6,12 +6,13 @@ a `.env` file only when an entry point asks for it). Library modules never read 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 
 
@@ -22,6 +23,44 @@ def _default_home() -> Path:
 def default_model_cache() -> Path:
     """Where models derived at run time are kept (the user's cache directory)."""
     return Path(platformdirs.user_cache_dir("memctx"))
+
+
+# Web search settings were once named search_*, like memory search's: the old names are aliases.
+OLD_WEB_NAMES = {f"search_{name}": f"web_{name}" for name in (
+    "engines", "timeout_s", "max_results", "result_tokens", "context_share", "keyword_threshold", "cache_ttl_s",
+    "fetch_timeout_s", "deadline_s", "fetch_max_bytes", "fetch_max_redirects", "allow_private",
+    "anonymize_patterns", "slm_model", "slm_base_url", "slm_api_key", "slm_timeout_s")}
+
+
+class _OldWebEnv(PydanticBaseSettingsSource):
+    """MEMCTX_SEARCH_<NAME> for a web search setting now named web_<name>, below MEMCTX_WEB_<NAME>."""
+
+    def get_field_value(self, field, field_name):  # not used: __call__ reads the variables itself
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, object]:
+        environ = {key.upper(): value for key, value in os.environ.items()}
+        return {new: environ[f"MEMCTX_{old.upper()}"] for old, new in OLD_WEB_NAMES.items()
+                if f"MEMCTX_{old.upper()}" in environ}
+
+
+class _OldWebKwargs(PydanticBaseSettingsSource):
+    """Settings(search_engines=...) as Settings(web_engines=...); the new name wins when both are given."""
+
+    def __init__(self, settings_cls, init_settings: PydanticBaseSettingsSource):
+        super().__init__(settings_cls)
+        self.init_settings = init_settings
+
+    def get_field_value(self, field, field_name):  # not used: __call__ renames the keyword arguments
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, object]:
+        given = dict(self.init_settings())
+        for old, new in OLD_WEB_NAMES.items():
+            if old in given:
+                value = given.pop(old)
+                given.setdefault(new, value)
+        return given
 
 
 class Settings(BaseSettings):
@@ -245,42 +284,48 @@ class Settings(BaseSettings):
     conversation: str | None = Field(
         default=None, description="`memctx mcp` over stdio: the bound conversation (UUID or external id)")
 
-    # External search (memctx/search/): off unless an engine is configured ---------------------
-    search_engines: Annotated[list[Literal["searxng", "duckduckgo", "brave"]], NoDecode] = Field(
+    # Web search (memctx/web/): off unless an engine is configured; MEMCTX_SEARCH_* names still work ----
+    web_engines: Annotated[list[Literal["searxng", "duckduckgo", "brave"]], NoDecode] = Field(
         default_factory=list, description="engines tried in order, comma-separated: searxng,duckduckgo,brave")
     searxng_url: str | None = Field(default=None, description="a SearXNG instance with format=json enabled")
     duckduckgo_url: str = Field(default="https://html.duckduckgo.com/html/", description="DuckDuckGo's HTML page")
     brave_url: str = Field(default="https://api.search.brave.com/res/v1/web/search", description="Brave's API")
     brave_api_key: SecretStr | None = Field(default=None, description="Brave Search API key")
-    search_timeout_s: float = Field(default=5.0, gt=0, description="timeout of one engine's call")
-    search_max_results: int = Field(default=3, ge=1, le=10, description="results fetched per search")
-    search_result_tokens: int = Field(default=300, ge=16, description="cleaned text kept per result, in tokens")
-    search_context_share: float = Field(default=0.2, ge=0, le=1,
+    web_timeout_s: float = Field(default=5.0, gt=0, description="timeout of one engine's call")
+    web_max_results: int = Field(default=3, ge=1, le=10, description="results fetched per search")
+    web_result_tokens: int = Field(default=300, ge=16, description="cleaned text kept per result, in tokens")
+    web_context_share: float = Field(default=0.2, ge=0, le=1,
                                         description="budget share of external results in a working context")
-    search_keyword_threshold: float = Field(default=1.0, description="keyword score at which a query is searched")
-    search_cache_ttl_s: float = Field(default=3600.0, ge=0, description="a repeated search within this is cached")
-    search_fetch_timeout_s: float = Field(default=5.0, gt=0, description="timeout of one page fetch")
-    search_deadline_s: float = Field(default=10.0, gt=0,
+    web_keyword_threshold: float = Field(default=1.0, description="keyword score at which a query is searched")
+    web_cache_ttl_s: float = Field(default=3600.0, ge=0, description="a repeated search within this is cached")
+    web_fetch_timeout_s: float = Field(default=5.0, gt=0, description="timeout of one page fetch")
+    web_deadline_s: float = Field(default=10.0, gt=0,
                                      description="the whole external search of one call (a context call, the proxy, "
                                                  "MCP web_search, `memctx search-web`), engines and page fetches "
                                                  "together; a page not in by then keeps its snippet")
-    search_fetch_max_bytes: int = Field(default=2_000_000, ge=1024, description="a larger page is not used")
-    search_fetch_max_redirects: int = Field(default=3, ge=0, description="redirects followed per page")
-    search_allow_private: bool = Field(
+    web_fetch_max_bytes: int = Field(default=2_000_000, ge=1024, description="a larger page is not used")
+    web_fetch_max_redirects: int = Field(default=3, ge=0, description="redirects followed per page")
+    web_allow_private: bool = Field(
         default=False, description="fetch pages on private, loopback and link-local addresses (tests only)")
-    search_anonymize_patterns: Annotated[list[str], NoDecode] = Field(
+    web_anonymize_patterns: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="extra regular expressions removed from queries, one per line")
-    search_slm_model: str | None = Field(default=None, description="small LLM asked yes/no when no keyword fires")
-    search_slm_base_url: str | None = Field(default=None, description="its OpenAI-compatible server")
-    search_slm_api_key: SecretStr | None = Field(default=None, description="its key")
-    search_slm_timeout_s: float = Field(default=2.0, gt=0, description="timeout of the yes/no call")
+    web_slm_model: str | None = Field(default=None, description="small LLM asked yes/no when no keyword fires")
+    web_slm_base_url: str | None = Field(default=None, description="its OpenAI-compatible server")
+    web_slm_api_key: SecretStr | None = Field(default=None, description="its key")
+    web_slm_timeout_s: float = Field(default=2.0, gt=0, description="timeout of the yes/no call")
 
-    @field_validator("search_engines", mode="before")
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        return (_OldWebKwargs(settings_cls, init_settings), env_settings, _OldWebEnv(settings_cls), dotenv_settings,
+                file_secret_settings)
+
+    @field_validator("web_engines", mode="before")
     @classmethod
     def _split_engines(cls, value: object) -> object:
         return [v.strip().lower() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
-    @field_validator("search_anonymize_patterns", mode="before")
+    @field_validator("web_anonymize_patterns", mode="before")
     @classmethod
     def _split_patterns(cls, value: object) -> object:
         return [v for v in value.splitlines() if v.strip()] if isinstance(value, str) else value

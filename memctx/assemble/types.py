@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 from uuid import UUID
 
-from memctx.search.types import SearchReport
+from memctx.web.types import SearchReport
 from memctx.store.requests import ContextRequest
 from memctx.tokens import TokenCounter, messages_tokens
 
