@@ -14,9 +14,9 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from api import errors, observe, proxy, ui
-from api.gate import Gate
-from api.routes import ROUTERS
+from memctx.api import errors, observe, proxy, ui
+from memctx.api.gate import Gate
+from memctx.api.routes import ROUTERS
 from memctx import doors
 from memctx.app import App, open_app
 from memctx.auth import Authenticator

@@ -55,7 +55,7 @@ def serve_cmd(host: Optional[str] = typer.Option(None, help="listen address (MEM
     if background:
         background.start()
     try:
-        uvicorn.run("api.app:serve_app", factory=True, host=host or settings.api_host,
+        uvicorn.run("memctx.api.app:serve_app", factory=True, host=host or settings.api_host,
                     port=settings.api_port if port is None else port, workers=workers or settings.api_workers,
                     timeout_keep_alive=settings.api_keep_alive_s, **tls)
     finally:

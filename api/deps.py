@@ -8,8 +8,8 @@ from uuid import UUID
 
 from fastapi import Depends, HTTPException, Path, Request
 
-from api.gate import CHECKED
-from api.schemas import ConversationName
+from memctx.api.gate import CHECKED
+from memctx.api.schemas import ConversationName
 from memctx.auth import Authenticator, Caller, Unauthorized, bearer
 from memctx.config import Settings
 

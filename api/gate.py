@@ -15,8 +15,8 @@ import json
 import anyio
 from starlette.routing import Match
 
-from api import openai_errors
-from api.errors import DATABASE_UNAVAILABLE, unavailable
+from memctx.api import openai_errors
+from memctx.api.errors import DATABASE_UNAVAILABLE, unavailable
 from memctx.auth import Unauthorized, bearer
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}

@@ -32,14 +32,14 @@ import openai
 from fastapi import APIRouter, FastAPI, Header, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from api import shadow
-from api.chat_format import (ChatRequest, StreamReply, Turn, completion_as_stream, message_key, reply_message,
+from memctx.api import shadow
+from memctx.api.chat_format import (ChatRequest, StreamReply, Turn, completion_as_stream, message_key, reply_message,
                              split_turn, to_new_message, unstored)
-from api.deps import CallerDep, SettingsDep
-from api.errors import field_error
-from api.observe import UPSTREAM_DURATION, UPSTREAM_ERRORS, record_context
-from api.openai_errors import OpenAIErrors, ProxyError
-from api.schemas import ConversationName, Timestamp
+from memctx.api.deps import CallerDep, SettingsDep
+from memctx.api.errors import field_error
+from memctx.api.observe import UPSTREAM_DURATION, UPSTREAM_ERRORS, record_context
+from memctx.api.openai_errors import OpenAIErrors, ProxyError
+from memctx.api.schemas import ConversationName, Timestamp
 from memctx.assemble import WorkingContext, asked_at, assembler_for
 from memctx.auth import Caller
 from memctx.config import Settings

@@ -24,7 +24,7 @@ import httpx2
 import openai
 from fastapi import Depends, Header, Request
 
-from api.chat_format import Turn, text_of
+from memctx.api.chat_format import Turn, text_of
 from memctx.auth import Caller
 from memctx.config import Settings
 from memctx.store import shadow as records

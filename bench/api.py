@@ -45,7 +45,7 @@ from psycopg.conninfo import make_conninfo  # noqa: E402
 
 from memctx import db, keys  # noqa: E402
 from memctx.app import open_app, prepare_database  # noqa: E402
-from api.observe import record_context  # noqa: E402
+from memctx.api.observe import record_context  # noqa: E402
 from memctx.assemble import assembler_for  # noqa: E402
 from memctx.assemble.context import build_assembler  # noqa: E402
 from memctx.auth import Caller  # noqa: E402

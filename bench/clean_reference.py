@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from selectolax.lexbor import LexborHTMLParser  # noqa: E402
 
-from memctx.search.clean import clean_html  # noqa: E402
+from memctx.web.clean import clean_html  # noqa: E402
 from memctx.tokens import get_counter  # noqa: E402
 
 WEB = ROOT / "tests" / "fixtures" / "web"

@@ -29,12 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the loopback web of the tests
 
-from memctx.search import EngineChain, SearchReport, WebSearch  # noqa: E402
-from memctx.search.clean import clean_html  # noqa: E402
-from memctx.search.decide import decide  # noqa: E402
-from memctx.search.engines import SearxngEngine  # noqa: E402
-from memctx.search.fetch import Fetcher  # noqa: E402
-from memctx.search.types import Decision  # noqa: E402
+from memctx.web import EngineChain, SearchReport, WebSearch  # noqa: E402
+from memctx.web.clean import clean_html  # noqa: E402
+from memctx.web.decide import decide  # noqa: E402
+from memctx.web.engines import SearxngEngine  # noqa: E402
+from memctx.web.fetch import Fetcher  # noqa: E402
+from memctx.web.types import Decision  # noqa: E402
 from memctx.tokens import get_counter  # noqa: E402
 from web_support import WEB, LoopbackWeb  # noqa: E402
 

@@ -45,8 +45,8 @@ import psycopg  # noqa: E402
 import uvicorn  # noqa: E402
 from psycopg.conninfo import make_conninfo  # noqa: E402
 
-from api.app import create_app  # noqa: E402
-from api.shadow import chat_tokens  # noqa: E402
+from memctx.api.app import create_app  # noqa: E402
+from memctx.api.shadow import chat_tokens  # noqa: E402
 from memctx import db, keys  # noqa: E402
 from memctx.app import open_app, prepare_database  # noqa: E402
 from memctx.config import Settings  # noqa: E402

@@ -75,7 +75,7 @@ def measure(url: str, shapes: bool) -> dict:
         for name, heap, toast in conn.execute(TABLES).fetchall():
             rows = conn.execute(f"select count(*) from {name}").fetchone()[0]
             indexes = dict(conn.execute(INDEXES, (name,)).fetchall())
-            per = (lambda b: round(b / rows, 1)) if rows else (lambda b: None)
+            per = (lambda b, rows=rows: round(b / rows, 1)) if rows else (lambda b: None)
             out[name] = {"rows": rows, "heap_bytes": heap, "toast_bytes": toast, "heap_per_row": per(heap),
                          "toast_per_row": per(toast),
                          "indexes": {i: {"bytes": b, "per_row": per(b)} for i, b in indexes.items()}}

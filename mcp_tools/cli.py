@@ -30,7 +30,7 @@ def mcp_cmd(http: bool = typer.Option(False, "--http", help="serve streamable HT
         from memctx.cli.common import tls_files
 
         tls = tls_files(ssl_certfile or settings.api_ssl_certfile, ssl_keyfile or settings.api_ssl_keyfile)
-        uvicorn.run("mcp_tools.http:serve_app", factory=True, host=host or settings.api_host,
+        uvicorn.run("memctx.mcp_tools.http:serve_app", factory=True, host=host or settings.api_host,
                     port=settings.api_port if port is None else port, **tls)
         return
     _serve_stdio(settings)
@@ -45,7 +45,7 @@ def _serve_stdio(settings: Settings) -> None:
     import psycopg
     from psycopg_pool import PoolTimeout
 
-    from mcp_tools import stdio
+    from memctx.mcp_tools import stdio
     from memctx import db, logs
     from memctx.app import NotReady, open_app
     from memctx.cli.common import BAD_INPUT

@@ -33,7 +33,7 @@ from memctx.store.ingest import ConversationInput
 
 MAX_RESULTS = 20
 MAX_WEB_RESULTS = 10
-NO_ENGINE = "Web search is off on this server: no search engine is configured (MEMCTX_SEARCH_ENGINES)."
+NO_ENGINE = "Web search is off on this server: no search engine is configured (MEMCTX_WEB_ENGINES)."
 NOTHING_BOUND = ("No conversation is bound to this session and none was given: pass conversation_id "
                  "(a conversation's id or your external id).")
 # recall_context's context types → the board's sections.

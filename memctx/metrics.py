@@ -46,7 +46,7 @@ USER_INDEXES = Counter("memctx_user_indexes_total",
                        "Heavy users' own HNSW indexes the worker built or dropped, by change (built, dropped).",
                        ["change"], registry=REGISTRY)
 
-# External search (memctx/search): recorded by the API and CLI processes that assemble contexts.
+# External search (memctx/web): recorded by the API and CLI processes that assemble contexts.
 SEARCH_DECISIONS = Counter("memctx_search_decisions_total",
                            "External search decisions, by outcome (search, skip) and what decided (keyword, memory, slm).",
                            ["decision", "by"], registry=REGISTRY)

@@ -101,6 +101,17 @@ leg() {
 }
 LEG_LINES=()
 
+# Lint and types first: seconds, and a finding fails the run as a failing test does
+# (configuration in pyproject.toml: [tool.ruff], [tool.mypy]).
+lint_t0=$(date +%s)
+step "lint: ruff check, then mypy on the public API and the core"
+if .venv/bin/python -m ruff check --quiet . && .venv/bin/python -m mypy; then
+  LEG_LINES+=("lint (ruff, mypy): passed in $(( $(date +%s) - lint_t0 )) s")
+else
+  LEG_LINES+=("lint (ruff, mypy): FAILED in $(( $(date +%s) - lint_t0 )) s")
+  failed_legs+=("lint")
+fi
+
 leg "PostgreSQL 18 leg (whole suite)" .venv/bin/python -m pytest "${args[@]}"
 # The second leg runs what talks to the database server. It leaves out the tests that run the
 # embedded 18's own binaries or the embedder under an emulated CPU, and the real model: they do

@@ -21,7 +21,7 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from api.app import create_app
+from memctx.api.app import create_app
 from memctx import keys
 from memctx.app import App
 from memctx.config import Settings

@@ -9,7 +9,7 @@ import dramatiq
 
 from memctx.pipeline import dispatch
 from memctx.app import App
-from worker.broker import QUEUE_NAME
+from memctx.worker.broker import QUEUE_NAME
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ def worker_cmd(dispatch_: bool = typer.Option(True, "--dispatch/--no-dispatch",
                threads: Optional[int] = typer.Option(None, help="threads per process (MEMCTX_WORKER_THREADS)")
                ) -> None:
     """Run the background worker: summaries, boards, embeddings, long-term summaries."""
-    from worker.main import run  # dramatiq and the broker load only when the worker runs
+    from memctx.worker.main import run  # dramatiq and the broker load only when the worker runs
 
     settings = Settings()
     logs.configure(settings.log_level)  # one JSON object a line, as `memctx serve` writes; no request URLs

@@ -22,8 +22,8 @@ from memctx.app import open_app
 from memctx.config import Settings
 from memctx.pipeline.dispatch import Dispatcher, IdleBackfill
 from memctx.pipeline.user_index import UserIndexes
-from worker.actors import declare
-from worker.broker import make_broker
+from memctx.worker.actors import declare
+from memctx.worker.broker import make_broker
 
 log = logging.getLogger("memctx.worker")
 

@@ -1,7 +1,7 @@
 """The /v1 routes, one module per concern; each handler parses, calls one memctx function as the
 caller (`Caller.app`, scoped by row-level security) and serializes."""
 
-from api.routes import context, conversations, me, messages, ops, summaries
+from memctx.api.routes import context, conversations, me, messages, ops, summaries
 
 ROUTERS = [conversations.router, messages.router, context.router, summaries.router, me.router, ops.router]
 

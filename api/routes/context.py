@@ -8,10 +8,10 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from api.deps import CallerDep, ConversationPath, SettingsDep, conversation_id
-from api.errors import field_error
-from api.observe import record_context
-from api.schemas import ContextIn, SearchIn, TimeWindow
+from memctx.api.deps import CallerDep, ConversationPath, SettingsDep, conversation_id
+from memctx.api.errors import field_error
+from memctx.api.observe import record_context
+from memctx.api.schemas import ContextIn, SearchIn, TimeWindow
 from memctx.assemble import assembler_for
 from memctx.retrieve import search_memories
 from memctx.retrieve.search import TimeRange, named_range

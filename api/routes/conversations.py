@@ -7,9 +7,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from api.deps import CallerDep, ConversationPath, SettingsDep, conversation_id
-from api.errors import field_error
-from api.schemas import ConversationIn, ConversationOut, ConversationPage, ProxyModeIn, ProxyModeOut
+from memctx.api.deps import CallerDep, ConversationPath, SettingsDep, conversation_id
+from memctx.api.errors import field_error
+from memctx.api.schemas import ConversationIn, ConversationOut, ConversationPage, ProxyModeIn, ProxyModeOut
 from memctx.store import shadow
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.deps import CallerDep
+from memctx.api.deps import CallerDep
 
 router = APIRouter(prefix="/v1/me", tags=["me"])
 

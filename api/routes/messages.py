@@ -7,9 +7,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import CallerDep, ConversationPath, SettingsDep, conversation_id
-from api.errors import field_error
-from api.schemas import MAX_SEQ, MessageOut, MessagePage, MessagesIn, MessagesOut
+from memctx.api.deps import CallerDep, ConversationPath, SettingsDep, conversation_id
+from memctx.api.errors import field_error
+from memctx.api.schemas import MAX_SEQ, MessageOut, MessagePage, MessagesIn, MessagesOut
 from memctx.models import NewMessage
 from memctx.store.ingest import ConversationInput
 

@@ -8,8 +8,8 @@ from uuid import UUID
 
 from fastapi import APIRouter, HTTPException, Query
 
-from api.deps import CallerDep, ConversationPath, conversation_id
-from api.schemas import ConversationName, SummaryEditIn, SummaryOut
+from memctx.api.deps import CallerDep, ConversationPath, conversation_id
+from memctx.api.schemas import ConversationName, SummaryEditIn, SummaryOut
 from memctx.pipeline import catchup, longterm
 from memctx.pipeline.board import get_board
 

@@ -10,7 +10,7 @@ again to a `Caller` whose App runs under row-level security, exactly as /v1 does
 
 from fastapi import FastAPI
 
-from api.ui.routes import NotFound, not_found_page, root, router
+from memctx.api.ui.routes import NotFound, not_found_page, root, router
 
 __all__ = ["install", "router"]
 

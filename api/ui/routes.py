@@ -15,7 +15,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from api.ui import render, shadow as shadow_view
+from memctx.api.ui import render, shadow as shadow_view
 from memctx.auth import Caller, Unauthorized
 from memctx.models import InvalidInput
 from memctx.pipeline import catchup, longterm
@@ -192,7 +192,7 @@ def edit_item(conversation: str, section: str, index: int, who: UiCaller,
 @cache
 def _static_file(name: str) -> bytes:
     """A packaged static file, read once per process."""
-    return files("api.ui").joinpath("static", name).read_bytes()
+    return files("memctx.api.ui").joinpath("static", name).read_bytes()
 
 
 @router.get("/static/{name}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from api.ui.render import e
+from memctx.api.ui.render import e
 from memctx.store.shadow import ShadowPoint, ShadowTotals
 
 WIDTH, HEIGHT, PAD = 640, 220, 44  # the plot's viewBox and its margin for the axes' labels

@@ -1,7 +1,7 @@
 """get_working_context: the best context per token for the user's next message.
 
 Owns: assembling a `WorkingContext` in the seeds' priority order — system prompt, external
-search results (when an engine is configured: memctx.search), memory search results (most relevant nearest the
+search results (when an engine is configured: memctx.web), memory search results (most relevant nearest the
 query), the current context (summaries, board, recent raw turns), the user's query last —
 within an exact token budget, with the sources of every item. With the feature flag off it
 returns the status quo (the last N raw messages that fit) so both can run side by side.
@@ -41,8 +41,8 @@ from memctx.frozen import frozen_new
 from memctx.retrieve.lexical import asks_for_a_reply
 from memctx.retrieve.search import MemorySearch, SearchOptions
 from memctx.retrieve.types import Memory
-from memctx.search import SearchReport, WebResult
-from memctx.search.clean import cut
+from memctx.web import SearchReport, WebResult
+from memctx.web.clean import cut
 from memctx.sql import QUERIES
 from memctx.store import UnknownConversation
 from memctx.summarize.extractive import ExtractiveSummarizer
@@ -66,12 +66,12 @@ class ContextOptions:
     def from_settings(cls, settings: Any) -> "ContextOptions":
         return cls(enabled=settings.context_enabled, status_quo_messages=settings.context_status_quo_messages,
                    current_share=settings.context_current_share, recent_turns=settings.context_recent_turns,
-                   system_prompt=settings.context_system_prompt, external_share=settings.search_context_share,
+                   system_prompt=settings.context_system_prompt, external_share=settings.web_context_share,
                    compress_at=settings.compress_at, scope=settings.context_scope)
 
 
 class ExternalSearch(Protocol):
-    """Web search for the query (memctx.search.WebSearch): decides, searches, reports; a failure is
+    """Web search for the query (memctx.web.WebSearch): decides, searches, reports; a failure is
     in the report, never raised."""
 
     def external(self, query: str, *, user: UUID, people: Sequence[str], known: str,

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from memctx.dates import relative_dates
 from memctx.retrieve.types import Fragment, Memory
-from memctx.search.types import WebResult
+from memctx.web.types import WebResult
 from memctx.summarize.text import format_day
 
 MEMORY_HEADER = "Relevant memories from earlier in the conversation (most relevant last):"

@@ -11,7 +11,7 @@ from datetime import date
 from typing import Any, Literal, Mapping
 from uuid import UUID
 
-from memctx.search.types import SearchReport
+from memctx.web.types import SearchReport
 from memctx.store.requests import ContextRequest
 from memctx.tokens import REPLY_PRIMING, TokenCounter, messages_tokens
 

@@ -16,7 +16,7 @@ import typer
 from memctx.cli.common import USER_HELP, err, fail, user_id
 
 if TYPE_CHECKING:
-    from memctx.search import SearchReport, WebSearch
+    from memctx.web import SearchReport, WebSearch
 
 
 def search_web_cmd(query: str = typer.Argument(..., help="the question, as a user would ask it"),
@@ -27,13 +27,13 @@ def search_web_cmd(query: str = typer.Argument(..., help="the question, as a use
                    user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
     """Decide whether QUERY needs the web and, if so (or with --force), search, fetch and clean."""
     from memctx.config import Settings
-    from memctx.search import WebSearch
+    from memctx.web import WebSearch
     from memctx.tokens import get_counter
 
     settings = Settings()
     owner = user_id(user)
-    if not settings.search_engines:
-        fail("external search is off: set MEMCTX_SEARCH_ENGINES (and e.g. MEMCTX_SEARXNG_URL)")
+    if not settings.web_engines:
+        fail("external search is off: set MEMCTX_WEB_ENGINES (and e.g. MEMCTX_SEARXNG_URL)")
     if no_cache:
         report = _search(WebSearch.from_settings(settings, get_counter(settings.token_encoding)), query, owner, force)
     else:
@@ -58,7 +58,7 @@ def search_web_cmd(query: str = typer.Argument(..., help="the question, as a use
 
 
 def _search(web: "WebSearch", query: str, owner: UUID, force: bool) -> "SearchReport":
-    from memctx.search import SearchReport
+    from memctx.web import SearchReport
 
     decision = web.decide(query)
     if not (decision.search or force):

@@ -343,7 +343,7 @@ def open_door(name: str, app: Any, assembler: ContextAssembler, budgets: Sequenc
     with ExitStack() as stack:
         stack.callback(keys.revoke)
         env: dict[str, str] = {}
-        upstream = None
+        upstream: _Upstream | None = None
         if name == "proxy":
             upstream = _Upstream()
             stack.callback(upstream.close)
@@ -353,6 +353,7 @@ def open_door(name: str, app: Any, assembler: ContextAssembler, budgets: Sequenc
         if name == "http":
             door: Any = HttpDoor(base, keys)
         elif name == "proxy":
+            assert upstream is not None
             door = ProxyDoor(base, keys, upstream, app.counter, assembler.options.system_prompt,
                              app.settings.context_scope)
         else:

@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_serve_logs_one_json_object_a_line_and_no_query_or_url(database_url, tmp_path):
     web = LoopbackWeb()
-    env = {**os.environ, "MEMCTX_DATABASE_URL": database_url, "MEMCTX_SEARCH_ENGINES": "searxng",
-           "MEMCTX_SEARXNG_URL": web.base + "/searxng", "MEMCTX_SEARCH_ALLOW_PRIVATE": "true",
-           "MEMCTX_SEARCH_KEYWORD_THRESHOLD": "0", "MEMCTX_LOG_LEVEL": "debug"}
+    env = {**os.environ, "MEMCTX_DATABASE_URL": database_url, "MEMCTX_WEB_ENGINES": "searxng",
+           "MEMCTX_SEARXNG_URL": web.base + "/searxng", "MEMCTX_WEB_ALLOW_PRIVATE": "true",
+           "MEMCTX_WEB_KEYWORD_THRESHOLD": "0", "MEMCTX_LOG_LEVEL": "debug"}
     log = tmp_path / "serve.log"
     query = "zanzibar ferry timetable quokka"
     try:
@@ -57,9 +57,9 @@ def test_serve_logs_one_json_object_a_line_and_no_query_or_url(database_url, tmp
 def test_at_debug_no_line_carries_the_query_or_a_url_a_failing_engine_and_the_proxy_asked(database_url, tmp_path):
     web = LoopbackWeb()  # both engines fail (502 and 404): the search's failure is logged; the upstream answers
     env = {**os.environ, "MEMCTX_DATABASE_URL": database_url, "MEMCTX_LOG_LEVEL": "debug",
-           "MEMCTX_SEARCH_ENGINES": "searxng,duckduckgo", "MEMCTX_SEARXNG_URL": web.base + "/broken",
-           "MEMCTX_DUCKDUCKGO_URL": web.base + "/nowhere/", "MEMCTX_SEARCH_ALLOW_PRIVATE": "true",
-           "MEMCTX_SEARCH_KEYWORD_THRESHOLD": "0", "MEMCTX_UPSTREAM_BASE_URL": web.base + "/v1"}
+           "MEMCTX_WEB_ENGINES": "searxng,duckduckgo", "MEMCTX_SEARXNG_URL": web.base + "/broken",
+           "MEMCTX_DUCKDUCKGO_URL": web.base + "/nowhere/", "MEMCTX_WEB_ALLOW_PRIVATE": "true",
+           "MEMCTX_WEB_KEYWORD_THRESHOLD": "0", "MEMCTX_UPSTREAM_BASE_URL": web.base + "/v1"}
     log = tmp_path / "serve.log"
     asked = "zanzibar ferry timetable quokka"
     said = "my marmoset is called wobblebottom"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+DOORS = ("api", "worker", "mcp_tools")
 
 
 def _run(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 900) -> str:
@@ -25,9 +26,13 @@ def _run(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 900
 
 def test_listed_packages_are_the_packages_in_the_tree():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(ROOT).parts)
-             for top in ("memctx", "worker", "api", "mcp_tools") for p in (ROOT / top).rglob("__init__.py")}
-    data_only = {"memctx.migrations", "memctx.data", "memctx.evaluate.data", "api.ui.static"}
+    # The doors' folders are linked into memctx/ (memctx/api -> ../api), so they install as memctx.api,
+    # memctx.worker and memctx.mcp_tools, never as top-level packages of those common names.
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "memctx").rglob("__init__.py")}
+    found |= {"memctx." + ".".join(p.parent.relative_to(ROOT).parts)
+              for top in DOORS for p in (ROOT / top).rglob("__init__.py")}
+    assert all((ROOT / "memctx" / top).resolve() == ROOT / top for top in DOORS)
+    data_only = {"memctx.migrations", "memctx.data", "memctx.evaluate.data", "memctx.api.ui.static"}
     assert listed == found | data_only
 
 
@@ -48,8 +53,8 @@ def test_the_wheel_carries_what_is_read_at_run_time(wheel):
     assert packaged == supabase  # the Supabase CLI applies exactly what `memctx migrate` applies
     assert {f"memctx/sql/{p.name}" for p in (ROOT / "memctx" / "sql").glob("*.sql")} <= names
     assert "memctx/data/demo.jsonl" in names
-    assert {"api/ui/static/ui.css", "api/ui/static/ui.js", "memctx/evaluate/data/board_labels.jsonl"} <= names
-    assert not any(n.startswith(("tests/", "migrations/")) for n in names)
+    assert {"memctx/api/ui/static/ui.css", "memctx/api/ui/static/ui.js", "memctx/evaluate/data/board_labels.jsonl"} <= names
+    assert not any(n.startswith(("tests/", "migrations/", "api/", "worker/", "mcp_tools/")) for n in names)
     license = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
     assert archive.read(license) == (ROOT / "LICENSE").read_bytes()  # the Apache-2.0 text pyproject names
 
@@ -67,6 +72,17 @@ def test_installed_wheel_migrates_and_runs_the_demo_outside_the_repo(wheel, tmp_
     where = _run([str(python), "-c", "import memctx.migrate as m; print(m.__file__); print(m.MIGRATIONS_DIR)"],
                  cwd=elsewhere).split()
     assert all(str(env_dir) in line for line in where), where
+    # A chat app has its own `api` and `worker` packages, first on sys.path (`python -m` puts the
+    # working directory there): memctx and its doors import beside them, and theirs stay theirs.
+    app_dir = tmp_path / "chat_app"
+    for name in ("api", "worker"):
+        (app_dir / name).mkdir(parents=True)
+        (app_dir / name / "__init__.py").write_text("OWNER = 'the chat app'\n")
+    both = ("import api, worker, memctx.api.app, memctx.worker.main, memctx.mcp_tools.http, memctx.client; "
+            "assert api.OWNER == worker.OWNER == 'the chat app'; print(memctx.api.app.__file__)")
+    assert str(env_dir) in _run([str(python), "-c", both], cwd=app_dir)
+    commands = _run([str(python), "-m", "memctx", "--help"], cwd=app_dir)
+    assert all(command in commands for command in ("serve", "worker", "mcp")), commands
     import psycopg
 
     database = f"memctx_wheel_{os.getpid()}"

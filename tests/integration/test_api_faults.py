@@ -120,8 +120,8 @@ class _InterruptingEngine:
 
 def test_a_conversation_deleted_during_its_context_call_is_a_404(database_url, embedder):
     engine = _InterruptingEngine([])
-    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, search_engines=["searxng"],
-                        searxng_url=engine.url, search_allow_private=True, search_keyword_threshold=0)
+    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, web_engines=["searxng"],
+                        searxng_url=engine.url, web_allow_private=True, web_keyword_threshold=0)
     user = uuid.uuid4()
     try:
         with open_app(settings, embedder=embedder) as app, serve(build_api(app, settings)) as url:
@@ -153,8 +153,8 @@ def _forget(api_url: str, key: str) -> None:
 def test_a_user_forgotten_during_a_web_search_context_call_leaves_no_search_cache_row(database_url, embedder):
     engine = _InterruptingEngine([{"title": "Harbour news", "url": "http://127.0.0.1:9/harbour",
                                    "content": "The harbour reopens on Monday."}])
-    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, search_engines=["searxng"],
-                        searxng_url=engine.url, search_allow_private=True, search_keyword_threshold=0)
+    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, web_engines=["searxng"],
+                        searxng_url=engine.url, web_allow_private=True, web_keyword_threshold=0)
     user = uuid.uuid4()
     try:
         with open_app(settings, embedder=embedder) as app, serve(build_api(app, settings)) as url:
@@ -214,7 +214,7 @@ def test_uploads_are_refused_before_they_are_read(small_bodies, api_key_for):
 
         def streamed():  # no Content-Length: refused once it passes the limit
             yield b'{"messages": ['
-            for i in range(2000):
+            for _ in range(2000):
                 yield json.dumps({"role": "user", "content": "x" * 100}).encode() + b","
             yield b'{"role": "user", "content": "end"}]}'
 

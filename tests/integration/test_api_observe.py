@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from api.observe import configure_logging
+from memctx.api.observe import configure_logging
 from api_support import client
 from memctx.logs import QUIET_LOGGERS
 from memctx.models import NewMessage

@@ -14,8 +14,8 @@ from memctx.pipeline import catchup, dispatch, longterm
 from memctx.pipeline.board import get_board
 from memctx.models import NewMessage
 from memctx.store import DEFAULT_USER
-from worker.actors import declare
-from worker.broker import make_broker
+from memctx.worker.actors import declare
+from memctx.worker.broker import make_broker
 
 USER = DEFAULT_USER
 

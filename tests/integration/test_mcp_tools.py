@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from api_support import api_key
-from mcp_tools.server import NOTHING_BOUND
+from memctx.mcp_tools.server import NOTHING_BOUND
 from memctx.models import NewMessage
 from memctx.pipeline.catchup import catch_up
 

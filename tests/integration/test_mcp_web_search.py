@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from api_support import api_key, build_api, serve
-from mcp_tools.server import NO_ENGINE
+from memctx.mcp_tools.server import NO_ENGINE
 from memctx.app import App, open_app
 from memctx.config import Settings
 from memctx.models import NewMessage
@@ -29,15 +29,15 @@ def web() -> Iterator[LoopbackWeb]:
 
 
 def _search_env(web: LoopbackWeb, allow_private: bool = True) -> dict[str, str]:
-    return {"MEMCTX_SEARCH_ENGINES": "searxng", "MEMCTX_SEARXNG_URL": web.base + "/searxng",
-            "MEMCTX_SEARCH_ALLOW_PRIVATE": str(allow_private).lower()}
+    return {"MEMCTX_WEB_ENGINES": "searxng", "MEMCTX_SEARXNG_URL": web.base + "/searxng",
+            "MEMCTX_WEB_ALLOW_PRIVATE": str(allow_private).lower()}
 
 
 @pytest.fixture
 def search_app(database_url, embedder, web) -> Iterator[App]:
     """An app with the loopback SearXNG configured (and the loopback allowance on)."""
-    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, search_engines=["searxng"],
-                        searxng_url=web.base + "/searxng", search_allow_private=True)
+    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, web_engines=["searxng"],
+                        searxng_url=web.base + "/searxng", web_allow_private=True)
     with open_app(settings, embedder=embedder) as memctx_app:
         yield memctx_app
 
@@ -131,7 +131,7 @@ def test_a_user_forgotten_while_the_tool_searches_keeps_no_cache_row(database_ur
                                    "content": "The harbour reopens on Monday."}])
     user, key = _mia(app)
     engine.before = lambda: app.store.forget_user(user)
-    env = {"MEMCTX_SEARCH_ENGINES": "searxng", "MEMCTX_SEARXNG_URL": engine.url, "MEMCTX_SEARCH_ALLOW_PRIVATE": "true"}
+    env = {"MEMCTX_WEB_ENGINES": "searxng", "MEMCTX_SEARXNG_URL": engine.url, "MEMCTX_WEB_ALLOW_PRIVATE": "true"}
 
     async def scenario():
         async with _stdio(database_url, key, bound, env) as session:

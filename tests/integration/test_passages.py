@@ -8,8 +8,6 @@ import uuid
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-import pytest
-
 from memctx.assemble import assembler_for
 from memctx.assemble.context import ContextAssembler
 from memctx.models import NewMessage

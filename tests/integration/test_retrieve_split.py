@@ -203,7 +203,7 @@ def test_the_full_text_list_starts_before_the_query_vector(app, monkeypatch, loa
         chosen = plan_of(search._plan_inputs[(user, None)], opts, None, None)
         assert chosen.lexical_first and (chosen.plan, chosen.hnsw) == ("index", "search_hnsw_settings")
         started.clear()
-        got = search.fetch(user, analysis, lambda: time.sleep(0.2) or vec, None, None, opts)
+        got = search.fetch(user, analysis, lambda vec=vec: time.sleep(0.2) or vec, None, None, opts)
         assert started == [False]  # the list ran before the vector was made
         assert _key(got) == _key(at_hand) and [r["passage_id"] for r in got] == [r["passage_id"] for r in at_hand]
         assert any(r["lexical_rank"] for r in got) == (words != "zzzz")

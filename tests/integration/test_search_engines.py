@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from memctx.config import Settings
-from memctx.search import EngineChain, WebSearch
-from memctx.search.engines import BraveEngine, SearxngEngine
-from memctx.search.slm import SmallLLM, web_search_prompt
+from memctx.web import EngineChain, WebSearch
+from memctx.web.engines import BraveEngine, SearxngEngine
+from memctx.web.slm import SmallLLM, web_search_prompt
 from memctx.tokens import get_counter
 from web_support import BRAVE_KEY, LoopbackWeb
 
@@ -46,8 +46,8 @@ def test_a_refused_brave_key_falls_back_and_a_configured_brave_searches_end_to_e
     answer = EngineChain([BraveEngine("wrong-key", _brave_url(web)), SearxngEngine(web.base + "/searxng")]).search(
         "postgres 18", 3)
     assert answer.engine == "searxng" and "brave: HTTPStatusError" in answer.errors[0] and "401" in answer.errors[0]
-    settings = Settings(search_engines=["brave"], brave_url=_brave_url(web), brave_api_key=BRAVE_KEY,
-                        search_allow_private=True)
+    settings = Settings(web_engines=["brave"], brave_url=_brave_url(web), brave_api_key=BRAVE_KEY,
+                        web_allow_private=True)
     search = WebSearch.from_settings(settings, get_counter("cl100k_base"))
     report = search.run("postgres 18 release", search.decide("What is new in the latest PostgreSQL release?"),
                         user=uuid.uuid4())
@@ -83,9 +83,9 @@ def test_the_small_llm_says_yes_only_when_it_clearly_does(web, model, yes, why):
 
 def test_the_decider_asks_the_small_llm_only_when_no_rule_fired(web):
     def search(model: str) -> WebSearch:
-        return WebSearch.from_settings(Settings(search_engines=["searxng"], searxng_url=web.base + "/searxng",
-                                                search_slm_model=model, search_slm_base_url=web.base + "/v1",
-                                                search_slm_timeout_s=0.5), get_counter("cl100k_base"))
+        return WebSearch.from_settings(Settings(web_engines=["searxng"], searxng_url=web.base + "/searxng",
+                                                web_slm_model=model, web_slm_base_url=web.base + "/v1",
+                                                web_slm_timeout_s=0.5), get_counter("cl100k_base"))
 
     web.slm_requests.clear()
     asked = search("yes").decide("hows the weather looking for the match")
@@ -95,5 +95,5 @@ def test_the_decider_asks_the_small_llm_only_when_no_rule_fired(web):
     assert (keyword.search, keyword.by) == (True, "keyword") and len(web.slm_requests) == 1  # not asked
     slow = search("slow").decide("hows the weather looking for the match")
     assert (slow.search, slow.by) == (False, "slm") and "APITimeoutError" in slow.reason
-    assert not WebSearch.from_settings(Settings(search_engines=["searxng"], searxng_url=web.base + "/searxng"),
+    assert not WebSearch.from_settings(Settings(web_engines=["searxng"], searxng_url=web.base + "/searxng"),
                                        get_counter("cl100k_base")).slm  # no model: the keyword decision stands

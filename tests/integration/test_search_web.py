@@ -16,11 +16,11 @@ from memctx.app import open_app
 from memctx.assemble import get_working_context
 from memctx.config import Settings
 from memctx.models import NewMessage
-from memctx.search import EngineChain, SearchFailed, WebSearch
-from memctx.search.engines import DuckDuckGoEngine, SearxngEngine, make_engines
-from memctx.search.fetch import Fetcher, FetchRefused, is_public
-from memctx.search.service import WebSearchOptions
-from memctx.search.types import Decision
+from memctx.web import EngineChain, SearchFailed, WebSearch
+from memctx.web.engines import DuckDuckGoEngine, SearxngEngine, make_engines
+from memctx.web.fetch import Fetcher, FetchRefused, is_public
+from memctx.web.service import WebSearchOptions
+from memctx.web.types import Decision
 from memctx.sql import QUERIES
 from memctx.tokens import get_counter, messages_tokens
 from web_support import LoopbackWeb
@@ -187,12 +187,12 @@ class _Engine(ThreadingHTTPServer):
 
 def test_a_dripping_result_page_holds_a_context_call_no_longer_than_the_search_deadline(database_url, embedder):
     """A page that drips 5 bytes every 2 s, under fetch and engine timeouts of 30 s: the context
-    call's whole external search ends at MEMCTX_SEARCH_DEADLINE_S (2 s), keeping the hit's snippet."""
+    call's whole external search ends at MEMCTX_WEB_DEADLINE_S (2 s), keeping the hit's snippet."""
     site = _Site(("127.0.0.1", 0), b"<html><body><p>" + b"harbour " * 100 + b"</p></body></html>", drip_s=2)
     engine = _Engine(f"http://127.0.0.1:{site.server_address[1]}/harbour")
-    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, search_engines=["searxng"],
-                        searxng_url=engine.url, search_allow_private=True, search_keyword_threshold=0,
-                        search_timeout_s=30, search_fetch_timeout_s=30, search_deadline_s=2)
+    settings = Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, web_engines=["searxng"],
+                        searxng_url=engine.url, web_allow_private=True, web_keyword_threshold=0,
+                        web_timeout_s=30, web_fetch_timeout_s=30, web_deadline_s=2)
     user = uuid.uuid4()
     try:
         with open_app(settings, embedder=embedder) as memctx_app:
@@ -235,11 +235,11 @@ def test_an_engine_that_drips_is_cut_at_its_own_timeout_and_the_next_engine_answ
     answer = json.dumps({"results": [{"title": "Harbour news", "url": "http://example.org/harbour",
                                       "content": "The harbour reopens on Monday."}]}).encode()
     engine = _Site(("127.0.0.1", 0), answer, drip_s=0.3)  # each read quick, the whole answer ~8 s
-    settings = Settings(search_engines=["searxng", "duckduckgo"], searxng_url=f"http://127.0.0.1:{engine.server_address[1]}",
-                        duckduckgo_url=web.base + "/ddg/html/", search_timeout_s=1.0, search_deadline_s=10.0)
+    settings = Settings(web_engines=["searxng", "duckduckgo"], searxng_url=f"http://127.0.0.1:{engine.server_address[1]}",
+                        duckduckgo_url=web.base + "/ddg/html/", web_timeout_s=1.0, web_deadline_s=10.0)
     try:
         started = time.monotonic()
-        found = EngineChain(make_engines(settings)).search("harbour", 3, deadline=started + settings.search_deadline_s)
+        found = EngineChain(make_engines(settings)).search("harbour", 3, deadline=started + settings.web_deadline_s)
         took = time.monotonic() - started
     finally:
         engine.close()
@@ -337,8 +337,8 @@ def test_a_user_forgotten_while_search_web_runs_keeps_no_cache_row(app, database
                                    "content": "The harbour reopens on Monday."}])
     user = uuid.uuid4()
     engine.before = lambda: app.store.forget_user(user)
-    for name, value in (("MEMCTX_DATABASE_URL", database_url), ("MEMCTX_SEARCH_ENGINES", "searxng"),
-                        ("MEMCTX_SEARXNG_URL", engine.url), ("MEMCTX_SEARCH_ALLOW_PRIVATE", "true")):
+    for name, value in (("MEMCTX_DATABASE_URL", database_url), ("MEMCTX_WEB_ENGINES", "searxng"),
+                        ("MEMCTX_SEARXNG_URL", engine.url), ("MEMCTX_WEB_ALLOW_PRIVATE", "true")):
         monkeypatch.setenv(name, value)
     try:
         result = CliRunner().invoke(cli, ["search-web", "latest harbour news", "--force", "--json",
@@ -352,8 +352,8 @@ def test_a_user_forgotten_while_search_web_runs_keeps_no_cache_row(app, database
 
 
 def _settings(database_url, web, **kw) -> Settings:
-    return Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, search_engines=["searxng"],
-                    searxng_url=web.base + "/searxng", search_allow_private=True, **kw)
+    return Settings(database_url=database_url, pool_min_size=1, pool_max_size=4, web_engines=["searxng"],
+                    searxng_url=web.base + "/searxng", web_allow_private=True, **kw)
 
 
 def _conversation(memctx_app, user):
@@ -410,7 +410,7 @@ def test_users_share_one_web_search_and_keep_their_own_cache(web, database_url, 
 
 
 def test_off_by_default(app):
-    assert app.settings.search_engines == [] and WebSearch.from_settings(app.settings, app.counter) is None
+    assert app.settings.web_engines == [] and WebSearch.from_settings(app.settings, app.counter) is None
 
 
 def test_search_web_cli_prints_the_decision_engine_and_cleaned_text(web, monkeypatch):
@@ -418,9 +418,9 @@ def test_search_web_cli_prints_the_decision_engine_and_cleaned_text(web, monkeyp
 
     from memctx.cli import app as cli
 
-    monkeypatch.setenv("MEMCTX_SEARCH_ENGINES", "searxng")
+    monkeypatch.setenv("MEMCTX_WEB_ENGINES", "searxng")
     monkeypatch.setenv("MEMCTX_SEARXNG_URL", web.base + "/searxng")
-    monkeypatch.setenv("MEMCTX_SEARCH_ALLOW_PRIVATE", "true")
+    monkeypatch.setenv("MEMCTX_WEB_ALLOW_PRIVATE", "true")
     result = CliRunner().invoke(cli, ["search-web", "What is new in the latest PostgreSQL release?", "--no-cache",
                                       "--json"])
     assert result.exit_code == 0, result.output

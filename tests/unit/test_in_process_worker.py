@@ -3,7 +3,7 @@ the requests), unless MEMCTX_EMBED_THREADS says otherwise; `memctx worker` on it
 
 from __future__ import annotations
 
-from api.cli import in_process_worker_settings
+from memctx.api.cli import in_process_worker_settings
 from memctx.config import Settings
 
 

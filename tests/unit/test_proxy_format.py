@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from api.chat_format import (StreamReply, completion_as_stream, message_key, reply_message, split_turn,
+from memctx.api.chat_format import (StreamReply, completion_as_stream, message_key, reply_message, split_turn,
                              to_new_message, unstored)
 from memctx.models import InvalidInput
 

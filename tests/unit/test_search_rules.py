@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from memctx.search.anonymize import Anonymizer
-from memctx.search.cache import fingerprint
-from memctx.search.clean import clean_html, cut
-from memctx.search.decide import decide, entities
-from memctx.search.slm import parse_yes
+from memctx.web.anonymize import Anonymizer
+from memctx.web.cache import fingerprint
+from memctx.web.clean import clean_html, cut
+from memctx.web.decide import decide, entities
+from memctx.web.slm import parse_yes
 from memctx.tokens import get_counter
 
 WEB = Path(__file__).resolve().parents[1] / "fixtures" / "web"

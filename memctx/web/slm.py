@@ -40,11 +40,11 @@ class SmallLLM:
 
     @classmethod
     def from_settings(cls, settings: Any) -> "SmallLLM | None":
-        if not settings.search_slm_model:
+        if not settings.web_slm_model:
             return None
-        key = settings.search_slm_api_key.get_secret_value() if settings.search_slm_api_key else None
-        return cls(settings.search_slm_model, base_url=settings.search_slm_base_url, api_key=key,
-                   timeout_s=settings.search_slm_timeout_s)
+        key = settings.web_slm_api_key.get_secret_value() if settings.web_slm_api_key else None
+        return cls(settings.web_slm_model, base_url=settings.web_slm_base_url, api_key=key,
+                   timeout_s=settings.web_slm_timeout_s)
 
     def __call__(self, query: str) -> tuple[bool, str]:
         import openai

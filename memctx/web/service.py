@@ -18,17 +18,17 @@ from uuid import UUID
 import psycopg
 
 from memctx import metrics
-from memctx.search.anonymize import Anonymizer
-from memctx.search.cache import Cached, SearchCache, fingerprint
-from memctx.search.clean import clean_html
-from memctx.search.decide import YesNo, decide
-from memctx.search.engines import EngineChain, make_engines
-from memctx.search.fetch import Fetcher, FetchRefused
-from memctx.search.slm import SmallLLM
-from memctx.search.types import Decision, Hit, SearchFailed, SearchReport, WebResult
+from memctx.web.anonymize import Anonymizer
+from memctx.web.cache import Cached, SearchCache, fingerprint
+from memctx.web.clean import clean_html
+from memctx.web.decide import YesNo, decide
+from memctx.web.engines import EngineChain, make_engines
+from memctx.web.fetch import Fetcher, FetchRefused
+from memctx.web.slm import SmallLLM
+from memctx.web.types import Decision, Hit, SearchFailed, SearchReport, WebResult
 from memctx.tokens import TokenCounter
 
-log = logging.getLogger("memctx.search")
+log = logging.getLogger("memctx.web")
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,9 @@ class WebSearchOptions:
 
     @classmethod
     def from_settings(cls, settings: Any) -> "WebSearchOptions":
-        return cls(threshold=settings.search_keyword_threshold, max_results=settings.search_max_results,
-                   result_tokens=settings.search_result_tokens, cache_ttl_s=settings.search_cache_ttl_s,
-                   deadline_s=settings.search_deadline_s)
+        return cls(threshold=settings.web_keyword_threshold, max_results=settings.web_max_results,
+                   result_tokens=settings.web_result_tokens, cache_ttl_s=settings.web_cache_ttl_s,
+                   deadline_s=settings.web_deadline_s)
 
 
 class WebSearch:
@@ -67,11 +67,11 @@ class WebSearch:
         engines = make_engines(settings)
         if not engines:
             return None
-        fetcher = Fetcher(timeout_s=settings.search_fetch_timeout_s, max_bytes=settings.search_fetch_max_bytes,
-                          max_redirects=settings.search_fetch_max_redirects,
-                          allow_private=settings.search_allow_private)
+        fetcher = Fetcher(timeout_s=settings.web_fetch_timeout_s, max_bytes=settings.web_fetch_max_bytes,
+                          max_redirects=settings.web_fetch_max_redirects,
+                          allow_private=settings.web_allow_private)
         return cls(EngineChain(engines), fetcher, counter, pool=pool,
-                   anonymizer=Anonymizer(tuple(settings.search_anonymize_patterns)),
+                   anonymizer=Anonymizer(tuple(settings.web_anonymize_patterns)),
                    options=WebSearchOptions.from_settings(settings), slm=SmallLLM.from_settings(settings))
 
     def scoped(self, pool: Any) -> "WebSearch":

@@ -16,8 +16,8 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import httpx
 from selectolax.lexbor import LexborHTMLParser
 
-from memctx.search.fetch import USER_AGENT, tls_context
-from memctx.search.types import Hit, SearchFailed
+from memctx.web.fetch import USER_AGENT, tls_context
+from memctx.web.types import Hit, SearchFailed
 
 ENGINES = ("searxng", "duckduckgo", "brave")
 
@@ -39,7 +39,7 @@ def _client(timeout_s: float, headers: dict[str, str] | None = None) -> httpx.Cl
 
 
 def _capped(own: float, cap: float | None) -> float:
-    """An engine's time: its own timeout (MEMCTX_SEARCH_TIMEOUT_S), or the time left of the
+    """An engine's time: its own timeout (MEMCTX_WEB_TIMEOUT_S), or the time left of the
     search's deadline when that is shorter; so an engine that is slow leaves the next one time."""
     return own if cap is None else min(own, cap)
 
@@ -184,19 +184,19 @@ def failure(exc: Exception) -> str:
 
 
 def make_engines(settings: Any) -> list[SearchEngine]:
-    """The engines `settings.search_engines` names, in order (empty: external search is off)."""
+    """The engines `settings.web_engines` names, in order (empty: external search is off)."""
     engines: list[SearchEngine] = []
-    timeout = settings.search_timeout_s
-    for name in settings.search_engines:
+    timeout = settings.web_timeout_s
+    for name in settings.web_engines:
         if name == "searxng":
             if not settings.searxng_url:
-                raise ValueError("MEMCTX_SEARCH_ENGINES names searxng: set MEMCTX_SEARXNG_URL")
+                raise ValueError("MEMCTX_WEB_ENGINES names searxng: set MEMCTX_SEARXNG_URL")
             engines.append(SearxngEngine(settings.searxng_url, timeout))
         elif name == "duckduckgo":
             engines.append(DuckDuckGoEngine(settings.duckduckgo_url, timeout))
         elif name == "brave":
             if settings.brave_api_key is None:
-                raise ValueError("MEMCTX_SEARCH_ENGINES names brave: set MEMCTX_BRAVE_API_KEY")
+                raise ValueError("MEMCTX_WEB_ENGINES names brave: set MEMCTX_BRAVE_API_KEY")
             engines.append(BraveEngine(settings.brave_api_key.get_secret_value(), settings.brave_url, timeout))
         else:
             raise ValueError(f"unknown search engine {name!r}: one of {', '.join(ENGINES)}")

@@ -16,7 +16,7 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from memctx.search.types import Hit, WebResult
+from memctx.web.types import Hit, WebResult
 from memctx.sql import QUERIES
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Callable, Iterable, Sequence
 
-from memctx.search.types import Decision
+from memctx.web.types import Decision
 
 TEMPORAL = ("latest", "current", "currently", "recent", "today", "now", "this week", "this month", "this year",
             "tonight", "yesterday", "breaking", "upcoming")

@@ -4,9 +4,9 @@
 (engines.py) sit behind the `SearchEngine` protocol. Off unless an engine is configured.
 """
 
-from memctx.search.engines import EngineChain, SearchEngine, make_engines
-from memctx.search.service import WebSearch, WebSearchOptions
-from memctx.search.types import Decision, Hit, SearchFailed, SearchReport, WebResult
+from memctx.web.engines import EngineChain, SearchEngine, make_engines
+from memctx.web.service import WebSearch, WebSearchOptions
+from memctx.web.types import Decision, Hit, SearchFailed, SearchReport, WebResult
 
 __all__ = ["Decision", "EngineChain", "Hit", "SearchEngine", "SearchFailed", "SearchReport", "WebResult",
            "WebSearch", "WebSearchOptions", "make_engines"]
