@@ -123,10 +123,11 @@ class MemorySearch:
 
     def search(self, user: UUID, query: str, conversation: UUID | None = None, time_range: TimeRange | None = None,
                limit: int | None = None, threshold: float | None = None, *,
-               options: SearchOptions | None = None, query_vec: np.ndarray | None = None,
+               options: SearchOptions | None = None, query_vec: np.ndarray | Callable[[], np.ndarray] | None = None,
                now: datetime | None = None) -> list[Memory]:
         """The best `limit` memories for `query`, best first. `now`, when given, is the moment the
-        query is asked: its relative dates ("last Saturday") are searched as the days they mean."""
+        query is asked: its relative dates ("last Saturday") are searched as the days they mean.
+        `query_vec`: the query's vector, or what makes it when needed (shared with a caller)."""
         opts = options or self.options
         limit = opts.limit if limit is None else limit
         threshold = opts.threshold if threshold is None else threshold
