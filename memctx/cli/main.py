@@ -22,7 +22,7 @@ from rich.table import Table
 from memctx import db, doors
 from memctx.app import NotReady, open_app, prepare_database
 from memctx.assemble import get_working_context
-from memctx.cli import context, doctor, pipeline, search
+from memctx.cli import context, doctor, pipeline, profile, search
 from memctx.cli.common import (BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, parse_uuid,
                                user_id)
 from memctx.config import Settings
@@ -227,6 +227,7 @@ def _register_outer_layers(app: typer.Typer) -> None:
 context.register(app)
 pipeline.register(app)
 doctor.register(app)
+profile.register(app)
 search.register(app)
 _register_outer_layers(app)
 

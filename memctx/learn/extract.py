@@ -61,7 +61,10 @@ _IDENTITY = re.compile(
     r"\b(?:I'm|I\s+am)\s+\d{1,3}\b|\bturned\s+\d{1,3}\b|\b(?:I|we)\s+(?:usually|always|often|normally|"
     r"regularly)\s+\w|\b(?:I|we)(?:'ve|\s+have)\s+been\s+\w+ing\b|\b(?:I|we)\s+(?:just\s+|recently\s+)?moved\b|"
     r"\b(?:I'm|I\s+am|we're|we\s+are)\s+(?:married|engaged|divorced|single|pregnant|retired|expecting)\b|"
-    r"\b(?:I|we)\s+(?:come|came)\s+from\b|\bI\s+grew\s+up\b|\bI\s+was\s+born\b|\bI\s+(?:speak|play|drive|ride)\s+\w",
+    r"\b(?:I|we)\s+(?:come|came)\s+from\b|\bI\s+grew\s+up\b|\bI\s+was\s+born\b|\bI\s+(?:speak|play|drive|ride)\s+\w|"
+    r"\bI(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+|terribly\s+)?(?:afraid|scared|terrified|frightened)\s+of\b|"
+    r"\bI\s+have\s+(?:a\s+)?(?:fear|phobia)\s+of\b|\bI(?:'m|\s+am)\s+(?:claustrophobic|colou?r-?blind|deaf|diabetic|"
+    r"left-handed|an?\s+(?:introvert|extrovert|early\s+bird|night\s+owl))\b",
     re.IGNORECASE,
 )
 # A correction's opening word, left out of the value it states ("Actually, we moved to Lisbon").

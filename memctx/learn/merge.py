@@ -156,6 +156,19 @@ def similar(a: str, b: str, threshold: float = SAME) -> bool:
     return set(_NUMBER.findall(a)) == set(_NUMBER.findall(b))
 
 
+def says(sentence: str, value: str) -> bool:
+    """Whether a sentence (of a summary, say) states `value`: it holds every number of the value
+    and most of its content words (half of them when it has numbers: "I'm 34 years" states "I'm
+    34 years old")."""
+    if value.lower() in sentence.lower():
+        return True
+    numbers = set(_NUMBER.findall(value))
+    want, have = content_words(value), content_words(sentence)
+    if not want or not numbers <= set(_NUMBER.findall(sentence)):
+        return False
+    return len(want & have) / len(want) >= (0.5 if numbers else SAME)
+
+
 def renumbered(old: str, new: str) -> bool:
     """The same statement with other numbers: "I've read 220 pages" after "I've read 120 pages"."""
     na, nb = set(_NUMBER.findall(old)), set(_NUMBER.findall(new))

@@ -33,11 +33,13 @@ import numpy as np
 from psycopg_pool import ConnectionPool
 
 from memctx.frozen import frozen_new
+from memctx.learn.merge import says
 from memctx.learn.topics import topics_of
 from memctx.learn.types import USER, Procedure, ProfileItem
 from memctx.retrieve.types import Fragment, Memory, Provenance
 from memctx.sql import QUERIES
 from memctx.summarize.text import format_day
+from memctx.words import split_sentences
 
 PROFILE_HEADER = "What the user has told you in earlier conversations (dated, in their own words; newest wins):"
 
@@ -49,7 +51,7 @@ class ProfileOptions:
     enabled: bool = True
     share: float = 0.15  # of the tokens after system prompt and query, at most, for the profile's lines
     limit: int = 30  # items read per context (instructions first, then by fused rank)
-    min_similarity: float = 0.3  # cosine under which an item is not on the dense list
+    min_similarity: float = 0.2  # cosine under which an item is not on the dense list
     rrf_k: float = 20.0
     topic_weight: float = 0.5  # of the topic list in the items' fusion
     key_items: int = 10  # best content-matched items whose source turns are retrieval keys
@@ -195,6 +197,20 @@ def keyed(memories: Sequence[Memory], view: ProfileView, opts: ProfileOptions) -
     return out
 
 
+# Memories a search reads past its limit, so that a rated one below it can rise into it.
+RATED_DEPTH = 10
+
+
+def with_ratings(pool: ConnectionPool, user: UUID, memories: Sequence[Memory], opts: ProfileOptions) -> list[Memory]:
+    """Memories (a search's, best first) reordered by the user's ratings of them (`rated`)."""
+    if not memories:
+        return list(memories)
+    with pool.connection() as conn:
+        rows = conn.execute(QUERIES["memory_ratings"], {"user_id": user}).fetchall()
+    return keyed(memories, ProfileView(ratings={r["target_id"].int: Rating(r["useful"], r["wrong"], r["outdated"],
+                                                                          r["outdated_at"]) for r in rows}), opts)
+
+
 def rated(rating: Rating | None, opts: ProfileOptions) -> float:
     """A score's factor from its ratings: × (1 + boost × votes), useful votes up and wrong ones
     down, at most `useful_cap` votes either way."""
@@ -206,9 +222,12 @@ def rated(rating: Rating | None, opts: ProfileOptions) -> float:
 
 def replaced_notes(memories: Sequence[Memory], view: ProfileView) -> list[Memory]:
     """The memories with each turn a replaced item was learned from, or that the user rated
-    outdated, marked so: " (replaced on 10 June 2024 by: We moved to Lisbon)"."""
+    outdated, marked so: " (replaced on 10 June 2024 by: We moved to Lisbon)"; and the summaries
+    without their sentences that state a replaced value (the current one is said where it was
+    learned)."""
     if not view.replaced and not any(r.outdated for r in view.ratings.values()):
         return list(memories)
+    olds = {old for old, _, _ in view.replaced.values()}
 
     def note(fragment: Fragment) -> str | None:
         found = view.replaced.get(fragment.id.int)
@@ -222,12 +241,32 @@ def replaced_notes(memories: Sequence[Memory], view: ProfileView) -> list[Memory
 
     out = []
     for memory in memories:
+        if memory.kind != "message":
+            if olds:
+                fragments = tuple(replace(f, text=without_values(f.text, olds)) for f in memory.fragments)
+                if any(a.text != b.text for a, b in zip(fragments, memory.fragments)):
+                    memory = replace(memory, fragments=fragments)
+            out.append(memory)
+            continue
         notes = [note(f) for f in memory.fragments]
         if any(notes):
             memory = replace(memory, fragments=tuple(replace(f, text=f.text + n) if n else f
                                                      for f, n in zip(memory.fragments, notes)))
         out.append(memory)
     return out
+
+
+def without_values(text: str, values: set[str]) -> str:
+    """`text` without its sentences that state one of `values` (`merge.says`), line by line."""
+    lines = []
+    for line in text.split("\n"):
+        parts = split_sentences(line)
+        kept = [p for p in parts if not any(says(p, v) for v in values)]
+        if len(kept) == len(parts):
+            lines.append(line)
+        elif kept:
+            lines.append(" ".join(kept))
+    return "\n".join(lines)
 
 
 # The section's lines ---------------------------------------------------------------------------

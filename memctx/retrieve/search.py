@@ -676,6 +676,10 @@ def _summary_fragment(row: Mapping[str, Any]) -> Fragment:
 def search_memories(app: Any, user: UUID, query: str, conversation: UUID | None = None,
                     time_range: TimeRange | None = None, limit: int = 10, threshold: float | None = None,
                     *, reranker: Reranker | None = None) -> list[Memory]:
-    """Memory search with the app's settings (see `MemorySearch.search`)."""
+    """Memory search with the app's settings (see `MemorySearch.search`), the user's ratings of
+    memories weighing its order (`memctx.learn.recall.with_ratings`)."""
+    from memctx.learn.recall import RATED_DEPTH, ProfileOptions, with_ratings
+
     engine = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(app.settings), reranker)
-    return engine.search(user, query, conversation, time_range, limit, threshold)
+    found = engine.search(user, query, conversation, time_range, limit + RATED_DEPTH, threshold)
+    return with_ratings(app.pool, user, found, ProfileOptions.from_settings(app.settings))[:limit]

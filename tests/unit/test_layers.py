@@ -60,12 +60,12 @@ def test_the_learning_layer_knows_neither_the_write_path_nor_assembly():
     # its rules are pure and its reader reads: the pipeline writes what it learns, assembly reads it
     assert _offenders("memctx/learn", {"memctx.pipeline", "memctx.assemble", "memctx.app", "memctx.store"}) == {}
     assert _offenders("memctx/summarize", {"memctx.learn"}) == {}
-    assert _offenders("memctx/retrieve", {"memctx.learn"}) == {}
 
 
-def test_learning_is_fed_by_the_write_path_and_read_by_assembly():
+def test_learning_is_fed_by_the_write_path_and_read_by_retrieval_and_assembly():
     assert "memctx.pipeline.learning" in _imported(ROOT / "memctx" / "pipeline" / "catchup.py")
-    assert any(n.startswith("memctx.learn.") for n in _imported(ROOT / "memctx" / "assemble" / "context.py"))
+    for reader in (ROOT / "memctx" / "assemble" / "context.py", ROOT / "memctx" / "retrieve" / "search.py"):
+        assert any(n.startswith("memctx.learn.") for n in _imported(reader)), reader
 
 
 def test_authentication_lives_in_the_core():
