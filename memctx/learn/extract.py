@@ -63,12 +63,17 @@ _IDENTITY = re.compile(
     r"\b(?:I'm|I\s+am|we're|we\s+are)\s+(?:married|engaged|divorced|single|pregnant|retired|expecting)\b|"
     r"\b(?:I|we)\s+(?:come|came)\s+from\b|\bI\s+grew\s+up\b|\bI\s+was\s+born\b|\bI\s+(?:speak|play|drive|ride)\s+\w|"
     r"\bI(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+|terribly\s+)?(?:afraid|scared|terrified|frightened)\s+of\b|"
-    r"\bI\s+have\s+(?:a\s+)?(?:fear|phobia)\s+of\b|\bI(?:'m|\s+am)\s+(?:claustrophobic|colou?r-?blind|deaf|diabetic|"
+    r"\bI\s+have\s+(?:a\s+)?(?:fear|phobia)\s+of\b|\b(?:I|we)(?:'ve|\s+have)\s+(?:just\s+|now\s+|already\s+|finally\s+|"
+    r"recently\s+|also\s+)?(?:\w+ed|read|seen|done|made|bought|sold|won|lost|run|written|taken|given|got|gotten)\b|"
+    r"\bI(?:'m|\s+am)\s+(?:claustrophobic|colou?r-?blind|deaf|diabetic|"
     r"left-handed|an?\s+(?:introvert|extrovert|early\s+bird|night\s+owl))\b",
     re.IGNORECASE,
 )
 # A correction's opening word, left out of the value it states ("Actually, we moved to Lisbon").
 _AMENDS = re.compile(r"^\s*(?:actually|correction|update|no|nope|sorry|oops|wait|well)\b[,:!.]?\s*", re.IGNORECASE)
+# What someone cannot take, said of a thing before the word: "I'm gluten intolerant", "I'm very
+# sensitive to caffeine" (the board's constraint rule reads "intolerant" only first).
+_CONDITION = re.compile(r"\bI(?:'m|\s+am)\s+(?:\w+\s+){0,2}(?:intolerant|allergic|sensitive)\b", re.IGNORECASE)
 _CLAUSE = re.compile(r"(?<=[,;:])\s+|\s+[-–—]+\s+")
 
 # Inferred from requests: the language a person asks for code in.
@@ -121,7 +126,7 @@ def _statement(message: Said, person: str, sentence: str) -> Candidate | None:
         kind, value = "instruction", clipped(detect.opening_removed(text))
     elif not _FIRST_PERSON.search(text):
         return None  # about someone else, or about nothing in particular
-    elif detect.is_constraint(text):
+    elif detect.is_constraint(text) or _CONDITION.search(text):
         kind, value = "preference", clipped(detect.opening_removed(text))
     elif detect.is_key_fact(text) or _IDENTITY.search(text):
         kind, value = "fact", clipped(detect.fact_clause(text))

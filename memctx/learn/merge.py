@@ -147,13 +147,19 @@ def content_words(text: str) -> frozenset[str]:
 
 def similar(a: str, b: str, threshold: float = SAME) -> bool:
     """Whether two values say the same thing: equal once normalized, or sharing most content
-    words (Jaccard) and the same numbers."""
+    words (Jaccard), the same numbers and the same names ("writes code in Python" and "writes code
+    in Go" share most words, not the value)."""
     if " ".join(words(a.lower())) == " ".join(words(b.lower())):
         return True
     wa, wb = content_words(a), content_words(b)
     if not wa or not wb or len(wa & wb) / len(wa | wb) < threshold:
         return False
-    return set(_NUMBER.findall(a)) == set(_NUMBER.findall(b))
+    return set(_NUMBER.findall(a)) == set(_NUMBER.findall(b)) and _names(a) == _names(b)
+
+
+def _names(text: str) -> frozenset[str]:
+    """The capitalized words of a value past its first word ("Porto", "Python", "Ana")."""
+    return frozenset(w.lower() for w in words(text)[1:] if w[:1].isupper() and w not in ("I", "I'm", "I've", "I'd"))
 
 
 def says(sentence: str, value: str) -> bool:

@@ -158,3 +158,45 @@ def test_learning_is_per_user_under_row_level_security(app, database_url):
     assert [i.value for i in profile.list_profile(scoped, other)] == ["I'm allergic to dogs"]
     with pytest.raises(LookupError):
         profile.delete_item(scoped, other, next(iter(_active(app).values())).id)
+
+
+def _agent_turns(date_args, results):
+    """An agent's calls of search_flights with these arguments, each answered by its result."""
+    from memctx.models import NewMessage
+
+    out = [NewMessage.build("user", "Find me a flight to Rome on 3 May.")]
+    for i, (args, (content, error)) in enumerate(zip(date_args, results)):
+        out.append(NewMessage.build("assistant", [{"type": "tool_call", "name": "search_flights", "id": f"c{i}",
+                                                   "arguments": {"to": "FCO", "date": args}}]))
+        out.append(NewMessage.build("tool", [{"type": "tool_result", "tool_call_id": f"c{i}", "content": content,
+                                              **({"is_error": True} if error else {})}]))
+    return out
+
+
+def test_a_tool_error_then_a_success_is_a_procedure_brought_back_when_the_error_returns(app):
+    from memctx.assemble import assembler_for
+
+    bad = ("Invalid date '03/05/2024': expected YYYY-MM-DD", True)
+    good = ('[{"flight": "TP836", "price": 120}]', False)
+    first = app.store.create_conversation(USER)
+    app.store.append_messages(USER, first.id, _agent_turns(["03/05/2024", "2024-05-03"], [bad, good]))
+    catch_up(app, USER, first.id, force_board=True)
+    second = app.store.create_conversation(USER)
+    app.store.append_messages(USER, second.id, _agent_turns(["04/05/2024"], [("Invalid date '04/05/2024': "
+                                                                              "expected YYYY-MM-DD", True)]))
+    catch_up(app, USER, second.id, force_board=True)
+    [procedure] = profile.procedures(app, USER)
+    assert procedure.tool == "search_flights" and procedure.error == "invalid date …: expected yyyy-mm-dd"
+    assert '"2024-05-03"' in procedure.fix and (procedure.seen_count, procedure.resolved) == (2, 1)
+    assert {s.conversation_id for s in procedure.sources} == {first.id, second.id}
+    assert learning.learn_all(app, USER, second.id).procedures == 0  # counted once
+
+    # the same error again, in the conversation at hand: what worked comes with the context
+    wc = assembler_for(app).get_working_context(USER, second.id, "Try again please.", 1000)
+    section = wc.messages[1]["content"]
+    assert "when search_flights failed" in section and '"2024-05-03"' in section and "1 of 2 times" in section
+    assert any(s.kind == "procedure" for s in wc.sources)
+    # and not where no tool failed
+    quiet = app.store.create_conversation(USER)
+    plain = assembler_for(app).get_working_context(USER, quiet.id, "Try again please.", 1000)
+    assert not any(s.kind == "procedure" for s in plain.sources)
