@@ -148,6 +148,8 @@ class Settings(BaseSettings):
                                                "when it is relevant.")
 
     # The learning layer (memctx/learn/, docs/LEARNING.md) ----------------------------------------
+    learning_enabled: bool = Field(default=True, description="the worker learns each user's profile and tool "
+                                                             "procedures as it summarizes and on close")
     profile_enabled: bool = Field(default=True, description="working contexts hold the user's profile (its own "
                                                             "section) and use its items as retrieval keys")
     profile_share: float = Field(default=0.15, ge=0, le=1,

@@ -38,6 +38,7 @@ from memctx.assemble.context import ContextAssembler, assembler_for
 from memctx.assemble.repeats import sentence_tally, sentences
 from memctx.assemble.types import Source
 from memctx.evaluate.baselines import bm25_scores, bm25_terms, pack, rrf_order, turn_line
+from memctx.evaluate.halves import HALVES, halves
 from memctx.evaluate.locomo import contains_answer, normalize
 from memctx.evaluate.run import mean_of, percentile_of
 from memctx.models import InvalidInput, NewMessage
@@ -236,10 +237,13 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
     a LongMemEval file at each budget, beside the whole-turn baselines."""
     instances = read_instances(path)[:limit] if limit else read_instances(path)
     base = assembler or assembler_for(app)
-    assembler = ContextAssembler(base.pool, base.counter, base.search, replace(base.options, scope="user"))
+    assembler = ContextAssembler(base.pool, base.counter, base.search, replace(base.options, scope="user"),
+                                 profile=base.profile)
     system = assembler.options.system_prompt
     arms = {b: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for b in budgets}
     by_type = {b: {t: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for t in TYPES} for b in budgets}
+    half_of = halves(i.question_id for i in read_instances(path))  # of the whole file, whatever the limit
+    by_half = {b: {h: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for h in HALVES} for b in budgets}
     history, turns, prepared, passages = [], 0, [], []
     repeats = {b: Counter() for b in budgets}  # memctx's contexts: sentences said more than once, sentences
     for instance in instances:
@@ -260,12 +264,14 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
             ms = (time.perf_counter() - t0) * 1000
             repeated, said = sentence_tally(wc.messages)
             repeats[budget].update(repeated=repeated, sentences=said)
-            for tally in _tallies(arms, by_type, budget, instance, "memctx"):
+            half = by_half[budget][half_of[instance.question_id]]
+            for tally in _tallies(arms, by_type, budget, instance, "memctx", half):
                 tally.add(instance, wc.text, wc.tokens, texts, ms, wc.sources)
         for kind, ranked in baseline_rankings(rows, instance.question).items():
             for budget in budgets:
                 context, tokens = pack(ranked, system, instance.question, budget, app.counter, line_tokens)
-                for tally in _tallies(arms, by_type, budget, instance, kind):
+                half = by_half[budget][half_of[instance.question_id]]
+                for tally in _tallies(arms, by_type, budget, instance, kind, half):
                     tally.add(instance, context, tokens, texts)
         if progress:
             progress(1)
@@ -287,7 +293,23 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
                                              "baselines": {k: v[k].summary(latency=False) for k in BASELINES}}
                                          for t, v in by_type[b].items() if v["memctx"].questions}}
                     for b in budgets},
+        # the instances sorted by question_id, odd and even positions (memctx.evaluate.halves)
+        "halves": {h: {str(b): {**by_half[b][h]["memctx"].summary(latency=False),
+                                "baselines": {k: by_half[b][h][k].summary(latency=False) for k in BASELINES}}
+                       for b in budgets} for h in HALVES},
+        "profile": profile_storage(app, [instance_user(i.question_id) for i in instances]),
     }
+
+
+def profile_storage(app: Any, users: Sequence[UUID]) -> dict[str, Any]:
+    """What the users' profiles hold (memctx.profile_storage): items by status, sources and bytes,
+    the mean per user."""
+    with app.pool.connection() as conn:
+        rows = conn.execute(QUERIES["profile_storage_of"], {"user_ids": list(users)}).fetchall()
+    if not rows:
+        return {"users": 0}
+    keys = ("active_items", "replaced_items", "deleted_items", "sources", "procedures", "bytes")
+    return {"users": len(rows), **{f"mean_{k}": mean_of([float(r[k]) for r in rows], 1) for k in keys}}
 
 
 def _passage_stats(app: Any, user: UUID) -> Mapping[str, Any]:
@@ -295,8 +317,9 @@ def _passage_stats(app: Any, user: UUID) -> Mapping[str, Any]:
         return conn.execute(QUERIES["passage_stats"], {"user_id": user}).fetchone()
 
 
-def _tallies(arms: dict, by_type: dict, budget: int, instance: Instance, arm: str) -> list[_Tally]:
-    kept = [arms[budget][arm]]
+def _tallies(arms: dict, by_type: dict, budget: int, instance: Instance, arm: str,
+             half: dict[str, _Tally] | None = None) -> list[_Tally]:
+    kept = [arms[budget][arm]] + ([half[arm]] if half is not None else [])
     if instance.question_type in by_type[budget]:
         kept.append(by_type[budget][instance.question_type][arm])
     return kept

@@ -40,6 +40,7 @@ from memctx.assemble.repeats import sentence_tally
 from memctx.evaluate.baselines import BASELINES, baseline_context, turn_line
 from memctx.evaluate.locomo import (CATEGORIES, CONTAINMENT_CATEGORIES, POOLED_CATEGORIES, Question,
                                     contains_answer, evidence_found, load_questions)
+from memctx.evaluate.halves import HALVES, halves
 from memctx.evaluate.retention import ChainTally, Gold, RetentionTally, chain_text, load_observations
 from memctx.models import Message
 from memctx.pipeline.catchup import catch_up
@@ -166,7 +167,7 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
     if scope == "user":
         asked, notes = prepare_sessions(app, path)
         assembler = ContextAssembler(assembler.pool, assembler.counter, assembler.search,
-                                     replace(assembler.options, scope="user"))
+                                     replace(assembler.options, scope="user"), profile=assembler.profile)
         baselines = False
         conversations = {sid: cid for sid, (_, cid) in asked.items()}
         owners = {cid: owner for owner, cid in asked.values()}
@@ -185,6 +186,8 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
     gold = {cid: Gold.of(observations.get(sid, []), texts[cid]) for sid, cid in conversations.items()}
     kept = {b: {"memctx": RetentionTally(), **{k: RetentionTally() for k in BASELINES}} for b in budgets}
     by_cat = {b: {c: _Tally(pooled=(c,)) for c in CATEGORIES} for b in budgets}
+    half_of = halves(conversations)  # the conversations sorted by sample_id, odd and even positions
+    by_half = {b: {h: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for h in HALVES} for b in budgets}
     ceiling, ceiling_by_cat = _ceiling(questions, conversations, full)
     repeats = {b: Counter() for b in budgets}  # memctx's contexts: sentences said more than once, sentences
     for q in questions:  # memctx first, alone, so its latency is not mixed with the baselines'
@@ -198,6 +201,7 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
             arms[budget]["memctx"].add(q, wc.text, wc.tokens, texts[cid], ms)
             kept[budget]["memctx"].add(gold[cid], wc.text, wc.tokens)
             by_cat[budget][q.category].add(q, wc.text, wc.tokens, texts[cid], ms)
+            by_half[budget][half_of[q.sample_id]]["memctx"].add(q, wc.text, wc.tokens, texts[cid], ms)
         if progress:
             progress(1)
     for q in questions if baselines else ():
@@ -208,6 +212,7 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
                 context, tokens = baseline_context(ranked, kind, system, q.question, budget, app.counter,
                                                    line_tokens[cid])
                 arms[budget][kind].add(q, context, tokens, texts[cid])
+                by_half[budget][half_of[q.sample_id]][kind].add(q, context, tokens, texts[cid])
                 kept[budget][kind].add(gold[cid], context, tokens)
         if progress:
             progress(1)
@@ -229,6 +234,10 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
                              "by_category": {CATEGORIES[c]: t.summary(latency=True, ceiling=ceiling_by_cat.get(c))
                                              for c, t in sorted(by_cat[b].items()) if t.recall or t.skipped}}
                     for b in budgets},
+        "halves": {h: {str(b): {**by_half[b][h]["memctx"].summary(latency=False),
+                                "baselines": {k: by_half[b][h][k].summary(latency=False) for k in BASELINES}
+                                if baselines else {}}
+                       for b in budgets} for h in HALVES},
     }
 
 

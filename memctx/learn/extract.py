@@ -19,9 +19,13 @@ counts). Each item's value is the sentence's fact clause or the sentence without
 and slot come from `memctx.learn.topics`. A correction ("actually, we moved to Lisbon") is marked
 so: it replaces what it corrects at once.
 
-Inferred, not said outright (`explicit=False`): the programming language a person's requests
-ask for ("… in Python"), and how long they want answers ("shorter please", "more detail"). These
-must earn their place (memctx.learn.merge).
+Left out: talk about the talk (a promise to report back or to look something up, a hope, thanks),
+anything said to or about the listener ("you"), and a value that leans on what came before it
+("It really is …", "That is one of my favorites").
+
+Inferred, not said outright (`explicit=False`), from an unnamed user's requests to an assistant:
+the programming language they ask for ("… in Python"), and how long they want answers ("shorter
+please", "more detail"). These must earn their place (memctx.learn.merge).
 """
 
 from __future__ import annotations
@@ -74,6 +78,20 @@ _AMENDS = re.compile(r"^\s*(?:actually|correction|update|no|nope|sorry|oops|wait
 # What someone cannot take, said of a thing before the word: "I'm gluten intolerant", "I'm very
 # sensitive to caffeine" (the board's constraint rule reads "intolerant" only first).
 _CONDITION = re.compile(r"\bI(?:'m|\s+am)\s+(?:\w+\s+){0,2}(?:intolerant|allergic|sensitive)\b", re.IGNORECASE)
+# Talk about the talk, not about the person: a promise to report back or to look something up, a
+# hope, thanks ("I'll let you know how it goes", "I'll have to check it out", "I'm so grateful").
+_CHATTER = re.compile(
+    r"\blet\s+(?:you|me)\s+know\b|\blook\s+into\b|\bcheck\s+(?:it|that|them|this)\s+out\b|\bhopefully\b|"
+    r"\bI'm\s+hoping\b|\bwe\s+should\b|\bI'll\s+have\s+to\b|\badd\s+(?:it|that)\s+to\s+my\s+list\b|"
+    r"\bkeep\s+you\s+(?:posted|updated)\b|\bthink\s+about\s+it\b|\bgive\s+it\s+a\s+(?:try|shot|go)\b|"
+    r"\b(?:grateful|thankful)\b|\bI\s+hope\b|\bcan't\s+wait\b|\blemme\b|\bgotta\b",
+    re.IGNORECASE)
+# About the listener as much as the speaker ("I'm behind you", "I'll send you a video"): not a
+# statement about the speaker (an instruction to an assistant names it, and is one).
+_LISTENER = re.compile(r"\byou(?:r|rs|'re|'ll|'ve)?\b", re.IGNORECASE)
+# A value that leans on what was said before it ("It really is …", "That is one of my favorites",
+# "Which is why …", "You know I love …") says nothing on its own.
+_LEANING = re.compile(r"^[\"“']?(?:it|that|this|these|those|which|they|you|he|she|so|but|and)\b", re.IGNORECASE)
 _CLAUSE = re.compile(r"(?<=[,;:])\s+|\s+[-–—]+\s+")
 
 # Inferred from requests: the language a person asks for code in.
@@ -110,7 +128,7 @@ def learn_message(message: Said) -> list[Candidate]:
         candidate = _statement(message, person, sentence)
         if candidate is not None and all(c.value != candidate.value for c in out):
             out.append(candidate)
-    if message.role == "user":
+    if message.role == "user" and message.speaker is None:  # a user asking an assistant
         out += _inferred(message, person)
     return out
 
@@ -139,7 +157,8 @@ def _statement(message: Said, person: str, sentence: str) -> Candidate | None:
     if kind != "plan" and detect.is_action(text) and not detect.is_constraint(text) and kind == "fact" \
             and re.search(r"\b(?:I'll|I\s+will|going\s+to|planning|plan\s+to)\b", value, re.IGNORECASE):
         kind = "plan"
-    if detect.is_platitude(value) or len(words(value)) < 3:
+    if detect.is_platitude(value) or len(words(value)) < 3 or _CHATTER.search(value) or _LEANING.match(value) \
+            or (kind != "instruction" and _LISTENER.search(value)):
         return None
     amended = _AMENDS.match(value)
     if amended and len(words(value[amended.end():])) >= 3:

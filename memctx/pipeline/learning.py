@@ -74,8 +74,11 @@ def learner_of(app: App) -> Learner:
 
 
 def learn_all(app: App, user_id: UUID, conversation_id: UUID, learner: Learner | None = None) -> Learned:
-    """Learn every message of the conversation not learned yet, batch by batch."""
+    """Learn every message of the conversation not learned yet, batch by batch (nothing when the
+    settings turn learning off: `learning_enabled`)."""
     total = Learned()
+    if not app.settings.learning_enabled:
+        return total
     while (step := learn_step(app, user_id, conversation_id, learner)) is not None:
         total = total.plus(step)
     return total

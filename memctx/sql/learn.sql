@@ -274,3 +274,9 @@ select f.target_id, count(*) filter (where f.rating = 'useful') as useful,
 select p.id, p.tool, p.error, p.fix, p.seen_count, p.resolved, p.useful, p.first_seen, p.last_seen
   from memctx.procedures p
  where p.user_id = %(user_id)s and p.tool = any(%(tools)s::text[]) and p.fix <> ''
+
+-- name: profile_storage_of
+-- What these users' profiles hold, and the bytes (the view memctx.profile_storage).
+select user_id, active_items, replaced_items, deleted_items, sources, procedures, bytes
+  from memctx.profile_storage
+ where user_id = any(%(user_ids)s::uuid[])
