@@ -66,6 +66,8 @@ def list_profile(app: App, user_id: UUID, *, status: str | None = "active", pers
     """The user's profile items (`status` None: history and deletions too), each with its sources."""
     if status is not None and status not in ("active", "replaced", "deleted"):
         raise InvalidInput(f"unknown status {status!r} (known: active, replaced, deleted)")
+    if person is not None:
+        check_text(person, "person")
     with app.pool.connection() as conn:
         rows = conn.execute(QUERIES["list_profile"], {"user_id": user_id, "status": status, "person": person,
                                                       "id": None, "limit": limit}).fetchall()
