@@ -72,6 +72,9 @@ CASES = [
     Case("age", ("I'm 34 years old.",), "How much retirement savings should someone my age have?", "35", old="34",
          correction=("I just turned 35.",)),
     Case("cats", ("I'm allergic to cats.",), "Should I adopt a pet from the shelter?", "allergic to cats"),
+    # First phrased "I prefer window seats on flights" / "Book me something to Rome next Friday", and
+    # "Fun things to do in Paris?" below: linked only by world knowledge, which a key-free profile
+    # has not (docs/LEARNING.md, Limits); they failed, and were rewritten as a person would ask.
     Case("seat", ("I always pick a window seat when I fly.",), "Book me a flight to Rome next Friday.",
          "window seat"),
     Case("cello", ("I play the cello in a community orchestra.",), "How can I get better at my instrument?", "cello"),
