@@ -232,7 +232,8 @@ class ContextAssembler:
             return
         shown = {t["id"].int for t in draft.items.turns} | {
             x.id.int for x in draft.recalled.sources if x.kind == "message"}
-        fitted = fit_profile(draft.profile_view, shown, draft.profile.budget, self.counter, self.profile.options)
+        # at most the tokens it had: the memories were fitted to the rest
+        fitted = fit_profile(draft.profile_view, shown, draft.profile.tokens, self.counter, self.profile.options)
         freed = draft.profile.tokens - fitted.tokens
         draft.profile = fitted
         if freed > 0:
@@ -317,7 +318,7 @@ class ContextAssembler:
         if profile.message is not None and recalled.sources:
             # the items whose turns the memories now show say nothing new: their room to the memories
             fitted = fit_profile(view, {t["id"].int for t in history.turns} | {
-                x.id.int for x in recalled.sources if x.kind == "message"}, profile.budget, self.counter,
+                x.id.int for x in recalled.sources if x.kind == "message"}, profile.tokens, self.counter,
                 self.profile.options)
             if fitted.tokens < profile.tokens:
                 room += profile.tokens - fitted.tokens

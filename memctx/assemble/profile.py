@@ -37,10 +37,11 @@ EMPTY = ProfileSection()
 def fit_profile(view: ProfileView, shown: set[int], budget: int, counter: TokenCounter,
                 opts: ProfileOptions) -> ProfileSection:
     """The lines that fit `budget` tokens as one message, best first (a line that does not fit is
-    skipped and shorter ones may follow); `shown`: ids (ints) of the turns the context holds."""
+    skipped and shorter ones may follow); `shown`: ids (ints) of the turns the context holds. The
+    section's budget is then the room it took: what it leaves flows on to the memories."""
     lines = profile_lines(view, shown, opts)
     if not lines or budget <= 0:
-        return ProfileSection(budget=max(0, budget))
+        return ProfileSection()
     header = message_tokens(counter, ROLE, PROFILE_HEADER)
     used, kept, left = header, [], []
     for line in lines:
@@ -55,10 +56,10 @@ def fit_profile(view: ProfileView, shown: set[int], budget: int, counter: TokenC
     cuts = (Cut("dropped", "profile", "profile", tuple(str(_id(line)) for line in left),
                 "profile lines beyond the profile's share"),) if left else ()
     if not kept:
-        return ProfileSection(budget=budget, cuts=cuts)
+        return ProfileSection(cuts=cuts)
     message = {"role": ROLE, "content": _text(kept)}
-    return ProfileSection(message, tuple(kept), message_tokens(counter, ROLE, message["content"]), budget, cuts,
-                          _sources(kept))
+    tokens = message_tokens(counter, ROLE, message["content"])
+    return ProfileSection(message, tuple(kept), tokens, tokens, cuts, _sources(kept))
 
 
 def _text(lines: Sequence[Line]) -> str:

@@ -50,7 +50,7 @@ def test_catch_up_learns_sourced_items_once(app):
 
 
 def test_said_again_elsewhere_is_seen_again(app):
-    for text in ("I'm vegetarian and allergic to peanuts.", "As you know I'm vegetarian and allergic to peanuts."):
+    for text in ("I'm vegetarian and allergic to peanuts.", "Like I said, I'm vegetarian and allergic to peanuts."):
         conv = app.store.create_conversation(USER)
         say_by_sql(app, conv.id, [text, "ok"])
         close_conversation(app, USER, conv.id, explicit=True)
