@@ -173,3 +173,22 @@ class SummaryOut(Out):
     token_count: int | None
     edited: bool
     created_at: datetime
+
+
+# The profile and feedback ------------------------------------------------------------------------
+class ProfileItemIn(Body):
+    value: Annotated[Text, Field(min_length=1, max_length=2000)] = Field(description="the item, in plain words")
+    kind: Literal["fact", "preference", "instruction", "plan"] = "fact"
+    person: Annotated[Text, Field(min_length=1, max_length=200)] = Field(
+        default="user", description="whose item it is: `user` (you), or a speaker's name")
+
+
+class ProfileEditIn(Body):
+    value: Annotated[Text, Field(min_length=1, max_length=2000)] = Field(description="the item in your words")
+
+
+class FeedbackIn(Body):
+    kind: Literal["profile_item", "message", "summary", "procedure"] = Field(description="what is rated")
+    id: UUID = Field(description="its id, as the context's `sources` name it")
+    rating: Literal["useful", "wrong", "outdated"]
+    note: Annotated[Text | None, Field(max_length=2000)] = None

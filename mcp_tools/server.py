@@ -1,5 +1,5 @@
-"""The MCP tools: memory search, the summary board, the working context, recording a message and
-web search, for an agent acting for one authenticated user.
+"""The MCP tools: memory search, the summary board, the working context, recording a message, web
+search and the user's profile (`mcp_tools.profile`), for an agent acting for one authenticated user.
 
 Owns: the tools, their descriptions (written for the LLM that calls them), and memctx's refusals
 as tool errors. Thin: each tool parses its arguments, names the caller's conversation, calls
@@ -30,6 +30,8 @@ from memctx.retrieve import search_memories
 from memctx.retrieve.search import named_range
 from memctx.store import UnknownConversation
 from memctx.store.ingest import ConversationInput
+
+from memctx.mcp_tools.profile import add_profile_tools
 
 MAX_RESULTS = 20
 MAX_WEB_RESULTS = 10
@@ -255,4 +257,5 @@ def build_server(bind: Bind) -> MCPServer:
                 "decision": {"search": decision.search, "by": decision.by, "reason": decision.reason},
                 "errors": list(report.errors)}
 
+    add_profile_tools(server, bind)
     return server

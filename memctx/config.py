@@ -233,6 +233,26 @@ class Settings(BaseSettings):
                                     "of the user's conversations: a new conversation picks up where the last ones "
                                     "left off) or 'conversation' (only the one asked in)")
 
+    # The learning layer (memctx/learn/, docs/LEARNING.md) ----------------------------------------
+    learning_enabled: bool = Field(default=True, description="the worker learns each user's profile and tool "
+                                                             "procedures as it summarizes and on close")
+    profile_enabled: bool = Field(default=True, description="working contexts hold the user's profile (its own "
+                                                            "section) and use its items as retrieval keys")
+    profile_share: float = Field(default=0.15, ge=0, le=1,
+                                 description="budget share the profile's section may take at most")
+    profile_items: int = Field(default=30, ge=0, description="profile items read per context, best first")
+    profile_min_similarity: float = Field(default=0.2, ge=-1, le=1,
+                                          description="cosine floor of a profile item matching a query")
+    profile_key_items: int = Field(default=10, ge=0,
+                                   description="best matching profile items whose source turns are retrieval keys")
+    profile_key_weight: float = Field(default=0.0, ge=0,
+                                      description="RRF weight of a profile item's rank for its source turns "
+                                                  "(0: profile items are no retrieval keys)")
+    feedback_useful_boost: float = Field(default=0.1, ge=0, le=1,
+                                         description="a memory's or profile item's score × (1 + this × its useful "
+                                                     "votes, less its wrong ones)")
+    feedback_useful_cap: int = Field(default=3, ge=0, description="votes counted at most, either way")
+
     # The OpenAI-compatible proxy and the request log (api/) -------------------------------------
     upstream_base_url: str | None = Field(default=None,
                                           description="the proxy's OpenAI-compatible server (usually https://api.openai.com/v1); unset, the proxy answers 503")

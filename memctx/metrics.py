@@ -42,6 +42,9 @@ JOBS_DISPATCHED = Counter("memctx_jobs_dispatched_total", "Conversation jobs sen
 FAILURES = Counter("memctx_worker_failures_total",
                    "Failures, by kind (summarize, board, embed, job, dispatch, longterm, backfill, user_index).",
                    ["kind"], registry=REGISTRY)
+PROFILE_LEARNED = Counter("memctx_profile_items_learned_total",
+                          "Profile candidates merged, by what became of them (new, seen, replaced, overridden, "
+                          "known, suppressed).", ["outcome"], registry=REGISTRY)
 USER_INDEXES = Counter("memctx_user_indexes_total",
                        "Heavy users' own HNSW indexes the worker built or dropped, by change (built, dropped).",
                        ["change"], registry=REGISTRY)

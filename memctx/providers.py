@@ -1,4 +1,5 @@
-"""The provider registry: the embedder and the summarizer the settings name, built once per App.
+"""The provider registry: the embedder, the summarizer and the learner the settings name, built
+once per App.
 
 Owns: choosing and configuring providers. The providers themselves live with their kind
 (`memctx.embed`, `memctx.summarize`); the openai client is only imported when one is used.
@@ -11,6 +12,7 @@ from typing import Any
 from memctx import metrics
 from memctx.config import Settings
 from memctx.embed import Embedder, LocalE5Small, LocalMiniLM, OpenAIEmbedder
+from memctx.learn.types import Learner
 from memctx.summarize.types import Summarizer
 from memctx.tokens import TokenCounter
 
@@ -48,3 +50,19 @@ def make_summarizer(settings: Settings, counter: TokenCounter) -> Summarizer:
                          api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
                          timeout=settings.llm_timeout_s, max_retries=settings.llm_max_retries,
                          fallback=extractive, counter=counter, on_failure=on_failure)
+
+
+def make_learner(settings: Settings, summarizer: Summarizer) -> "Learner":
+    """The profile's learner: the LLM one when the summarizer is (it asks through the summarizer's
+    client and falls back to the extractive learner per batch), else the key-free extractive one."""
+    from memctx.learn.extract import ExtractiveLearner
+
+    extractive = ExtractiveLearner()
+    if settings.summarizer != "llm" or not hasattr(summarizer, "complete"):
+        return extractive
+    from memctx.learn.llm import LLMLearner
+
+    def on_failure(kind: str) -> None:
+        metrics.FAILURES.labels(kind=f"llm_{kind}").inc()
+
+    return LLMLearner(summarizer, extractive, name=f"llm:{settings.llm_model}", on_failure=on_failure)

@@ -30,7 +30,8 @@ def e(value: object) -> str:
 
 
 def page(title: str, body: str, *, signed_in: bool = True, live: str = "") -> str:
-    sign_out = ('<form method="post" action="/ui/sign-out"><button class="link">Sign out</button></form>'
+    sign_out = ('<nav class="me"><a href="/ui/profile">Your profile</a>'
+                '<form method="post" action="/ui/sign-out"><button class="link">Sign out</button></form></nav>'
                 if signed_in else "")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

@@ -1,7 +1,8 @@
 """get_working_context: the best context per token for the user's next message.
 
 Owns: assembling a `WorkingContext` in the seeds' priority order — system prompt, external
-search results (when an engine is configured: memctx.web), memory search results (most relevant nearest the
+search results (when an engine is configured: memctx.web), the user's profile (what they said
+about themselves before, memctx.learn: first after the system prompt), memory search results (most relevant nearest the
 query), the current context (summaries, board, recent raw turns), the user's query last —
 within an exact token budget, with the sources of every item. With the feature flag off it
 returns the status quo (the last N raw messages that fit) so both can run side by side.
@@ -34,11 +35,14 @@ from memctx.assemble.corrections import (Correction, Statement, replaced_note, s
 from memctx.assemble.current import Compressor, CurrentItems, fit_current, turn_tokens
 from memctx.assemble.memories import Lines, MemorySection, fill_memories, more_memories
 from memctx.assemble.asked import ConversationNames, Question, asked_at
+from memctx.assemble.profile import EMPTY as NO_PROFILE, ProfileSection, fit_profile
 from memctx.assemble.render import NO_LABELS, Labels, chat_turn, external_block, external_section
 from memctx.assemble.repeats import keys, memories_once
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
 from memctx.frozen import frozen_new
-from memctx.retrieve.lexical import asks_for_a_reply
+from memctx.learn.patterns import errors_in
+from memctx.learn.recall import EMPTY as NO_VIEW, ProfileOptions, ProfileReader, ProfileView, keyed, replaced_notes
+from memctx.retrieve.lexical import analyze, asks_for_a_reply
 from memctx.retrieve.search import MemorySearch, SearchOptions
 from memctx.retrieve.types import Memory
 from memctx.web import SearchReport, WebResult
@@ -83,12 +87,13 @@ class ContextAssembler:
 
     def __init__(self, pool: ConnectionPool, counter: TokenCounter, search: MemorySearch,
                  options: ContextOptions | None = None, *, external: ExternalSearch | None = None,
-                 compressor: Compressor | None = None) -> None:
+                 compressor: Compressor | None = None, profile: ProfileReader | None = None) -> None:
         self.pool = pool
         self.counter = CachedCounter(counter)
         self.search = search
         self.options = options or ContextOptions()
         self.external = external  # None: external search is off
+        self.profile = profile  # None: no profile section, no profile keys
         self.compressor = compressor if compressor is not None else extractive_compressor(counter)
         self.names = ConversationNames(pool)
 
@@ -126,8 +131,10 @@ class ContextAssembler:
         dated = asked.fixed_dated <= budget
         available = budget - (asked.fixed_dated if dated else fixed)
         current_share, memory_share = shares(available, opts.current_share)
+        vector = _QueryVector(self.search, user, conversation if opts.scope == "conversation" else None,
+                              ask["content"], asked.now)
         searching = self._start_search(user, conversation, ask, opts, memory_share, search_options, asked.now,
-                                       unstored)
+                                       unstored, vector)
         # Every turn is read when the whole history may fit the budget: then it is what the
         # client would have sent, the measure no context may pass.
         rows = self._current_rows(user, conversation, opts.recent_turns, history_tokens=available, unstored=unstored)
@@ -135,32 +142,44 @@ class ContextAssembler:
         history = whole_history(rows)
         history_tokens = 0 if history is None else sum(
             message_tokens(self.counter, m["role"], m["content"]) for m in history.messages)
-        if history is not None and fixed + history_tokens <= opts.compress_at * budget:
+        # the profile beside the search (the history of a conversation's own memory holds what
+        # was learned in it: no query vector is needed there)
+        verbatim = history is not None and fixed + history_tokens <= opts.compress_at * budget
+        profiling = self._start_profile(user, conversation, ask, rows, opts, vector,
+                                        dense=not (verbatim and opts.scope == "conversation"))
+        if verbatim:
             return self._verbatim(user, conversation, asked, budget, history, history_tokens, opts, searching,
-                                  timings, started)
+                                  timings, started, profiling)
         draft = _Draft(current_share, *self._fit_current(rows, opts, current_share),
                        replies=asks_for_a_reply(ask["content"]))
         memories, timings["search"] = searching.result()
+        view = self._profile_view(profiling, timings)
+        memories = replaced_notes(keyed(memories, view, self.profile.options), view) if self.profile else memories
         draft.labels = self.names.of(user, conversation, memories)
         if self.external is not None:
             t0 = time.perf_counter()
             self._add_external(draft, user, conversation, ask, available, opts, memories)
             timings["external"] = _ms(t0)
-        draft.memory_budget = available - draft.current_tokens - draft.external_tokens
+        draft.profile_view = view
+        draft.profile = self._fit_profile(view, {t["id"].int for t in draft.items.turns}, available,
+                                          available - draft.current_tokens - draft.external_tokens)
+        draft.memory_budget = available - draft.current_tokens - draft.external_tokens - draft.profile.tokens
         memories, replaced = self._supersede(draft.items, memories)
         self._recall(draft, rows, opts, memories)
+        self._profile_once(draft, rows, opts, memories)
         # Each thing once: the summaries and board lines leave out what the turns shown say, and
         # what a correction replaced.
         said_before = draft.current_tokens
-        draft.current_messages, draft.current_tokens = self._say_once(draft.items, draft.recalled, memories, replaced)
+        draft.current_messages, draft.current_tokens = self._say_once(draft.items, draft.recalled, memories,
+                                                                      replaced | draft.profile_keys())
         if draft.recalled.cuts and said_before - draft.current_tokens >= FREED_TOKENS:
             # what the current context no longer says goes to the memories that were left out for
             # room, and the current context then leaves out what they say too
             draft.memory_budget += said_before - draft.current_tokens
             self._recall(draft, rows, opts, memories, resume=True)
             draft.current_messages, draft.current_tokens = self._say_once(draft.items, draft.recalled, memories,
-                                                                          replaced)
-        draft.cuts += draft.recalled.cuts
+                                                                          replaced | draft.profile_keys())
+        draft.cuts += [*draft.profile.cuts, *draft.recalled.cuts]
         head = asked.head(dated)
         messages = draft.messages(head, ask)
         total = messages_tokens(self.counter, messages)
@@ -168,7 +187,7 @@ class ContextAssembler:
         if history is not None and total > fixed + history_tokens:
             # Never more than the status quo: the history itself is then the better context.
             return self._verbatim(user, conversation, asked, budget, history, history_tokens, opts, memories,
-                                  timings, started)
+                                  timings, started, draft.profile_view)
         timings["total"] = _ms(started)
         return WorkingContext(mode="memctx", messages=messages, budget=budget, tokens=total,
                               sections=[self._head_section(head), *draft.sections(),
@@ -178,7 +197,8 @@ class ContextAssembler:
                               prompt_tokens=asked.prompt_tokens)
 
     def _start_search(self, user: UUID, conversation: UUID, ask: dict, opts: ContextOptions, memory_share: int,
-                      search_options: SearchOptions | None, now: datetime | None, unstored: "_Unstored | None" = None
+                      search_options: SearchOptions | None, now: datetime | None, unstored: "_Unstored | None" = None,
+                      vector: "_QueryVector | None" = None
                       ) -> "Future[tuple[list[Memory], float]]":
         """The memory search, started in the background. It needs nothing of the current context:
         it runs beside the current context's query and fitting (onnxruntime, an embeddings
@@ -189,7 +209,58 @@ class ContextAssembler:
         sopts = replace(base, limit=opts.memory_candidates, k_dense=k, k_lexical=min(base.k_lexical, k),
                         pair_rank=pair_rank(base.pair_rank, memory_share))
         return _SEARCHES.submit(self._search, user, conversation if opts.scope == "conversation" else None,
-                                ask["content"], sopts, now, unstored.id if unstored else None)
+                                ask["content"], sopts, now, unstored.id if unstored else None, vector)
+
+    def _start_profile(self, user: UUID, conversation: UUID, ask: dict, rows: Sequence[Mapping[str, Any]],
+                       opts: ContextOptions, vector: "_QueryVector", *, dense: bool = True
+                       ) -> "Future[tuple[ProfileView, float]] | None":
+        """The profile's part of the context, read in the background beside the search, with its
+        query vector (`dense`) when the search makes one; within one conversation's memory, only
+        what was learned there. The errors of the recent turns bring their procedures."""
+        if self.profile is None or not self.profile.options.enabled:
+            return None
+        turns = sorted((r for r in rows if r["kind"] == "message"), key=lambda r: r["last_seq"])
+        errors = errors_in(turns[-4:])
+        return _SEARCHES.submit(self._read_profile, user, conversation if opts.scope == "conversation" else None,
+                                ask["content"], vector if dense else None, errors)
+
+    def _read_profile(self, user: UUID, conversation: UUID | None, query: str, vector: "_QueryVector | None",
+                      errors: Sequence[tuple[str, str]]) -> tuple[ProfileView, float]:
+        started = time.perf_counter()
+        analysis = vector.analysis() if vector is not None else analyze(query)
+        view = self.profile.read(user, query, vector() if vector is not None else None, analysis.tsquery,
+                                 conversation=conversation, errors=errors)
+        return view, _ms(started)
+
+    @staticmethod
+    def _profile_view(profiling: "Future[tuple[ProfileView, float]] | None", timings: dict[str, float]) -> ProfileView:
+        if profiling is None:
+            return NO_VIEW
+        view, timings["profile"] = profiling.result()
+        return view
+
+    def _fit_profile(self, view: ProfileView, shown: set[int], available: int, room: int) -> ProfileSection:
+        """The profile's lines within their share of `available` and the `room` left."""
+        if self.profile is None or view is NO_VIEW:
+            return NO_PROFILE
+        budget = max(0, min(int(available * self.profile.options.share), room))
+        return fit_profile(view, shown, budget, self.counter, self.profile.options)
+
+    def _profile_once(self, draft: "_Draft", rows: Sequence[Mapping[str, Any]], opts: ContextOptions,
+                      memories: Sequence[Memory]) -> None:
+        """The profile without the items whose turns the memories now show (they say it): the
+        lines are fitted again, and what that frees goes to the memories left out for room."""
+        if draft.profile.message is None:
+            return
+        shown = {t["id"].int for t in draft.items.turns} | {
+            x.id.int for x in draft.recalled.sources if x.kind == "message"}
+        # at most the tokens it had: the memories were fitted to the rest
+        fitted = fit_profile(draft.profile_view, shown, draft.profile.tokens, self.counter, self.profile.options)
+        freed = draft.profile.tokens - fitted.tokens
+        draft.profile = fitted
+        if freed > 0:
+            draft.memory_budget += freed
+            self._recall(draft, rows, opts, memories, resume=True)
 
     def _add_external(self, draft: "_Draft", user: UUID, conversation: UUID, ask: dict, available: int,
                       opts: ContextOptions, memories: Sequence[Memory]) -> None:
@@ -235,11 +306,13 @@ class ContextAssembler:
     def _verbatim(self, user: UUID, conversation: UUID, asked: "Question", budget: int, history: "History",
                   history_tokens: int, opts: ContextOptions,
                   searching: "Future[tuple[list[Memory], float]] | list[Memory]", timings: dict[str, float],
-                  started: float) -> WorkingContext:
+                  started: float, profiling: "Future[tuple[ProfileView, float]] | ProfileView | None" = None
+                  ) -> WorkingContext:
         """The whole history verbatim and in order between the system prompt and the query. In the
-        room the budget leaves, only what the history cannot hold: external results when the
-        search fires, and with user scope memories of the user's other conversations, with the
-        day it is asked on (its line is kept out of the room for them, and left out without them)."""
+        room the budget leaves, only what the history cannot hold: the profile's items learned
+        elsewhere (first), external results when the search fires, and with user scope memories of
+        the user's other conversations, with the day it is asked on (its line is kept out of the
+        room for them, and left out without them)."""
         ask, fixed = asked.ask, asked.fixed
         adding = opts.scope == "user" or self.external is not None
         if isinstance(searching, list):
@@ -249,7 +322,12 @@ class ContextAssembler:
         else:
             searching.cancel()  # the history holds every memory of this conversation
             memories = []
+        view = profiling if isinstance(profiling, ProfileView) else self._profile_view(profiling, timings)
+        if self.profile is not None and not isinstance(searching, list):
+            memories = replaced_notes(keyed(memories, view, self.profile.options), view)
         room = budget - fixed - history_tokens - (asked.fixed_dated - fixed if adding else 0)
+        profile = self._fit_profile(view, {t["id"].int for t in history.turns}, budget - fixed, room)
+        room -= profile.tokens
         report, external_messages, external_sources, external_tokens, cuts = None, [], [], 0, []
         if self.external is not None:
             t0 = time.perf_counter()
@@ -265,23 +343,34 @@ class ContextAssembler:
         labels = self.names.of(user, conversation, others)
         recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies, lines=lines,
                                  labels=labels)
+        if profile.message is not None and recalled.sources:
+            # the items whose turns the memories now show say nothing new: their room to the memories
+            fitted = fit_profile(view, {t["id"].int for t in history.turns} | {
+                x.id.int for x in recalled.sources if x.kind == "message"}, profile.tokens, self.counter,
+                self.profile.options)
+            if fitted.tokens < profile.tokens:
+                room += profile.tokens - fitted.tokens
+                profile = fitted
+                recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies,
+                                         lines=lines, labels=labels)
         recalled = self._memories_once(others, recalled, shown, _said(history.turns), room - external_tokens,
                                        replies, lines, labels)
-        cuts += recalled.cuts
+        cuts += [*profile.cuts, *recalled.cuts]
         dated = bool(external_messages or recalled.message)
         head = asked.head(dated)
-        messages = [*head, *external_messages, *([recalled.message] if recalled.message else []),
-                    *history.messages, ask]
+        messages = [*head, *([profile.message] if profile.message else []), *external_messages,
+                    *([recalled.message] if recalled.message else []), *history.messages, ask]
         total = messages_tokens(self.counter, messages)
         assert total <= budget, f"assembled {total} tokens over the budget of {budget}"
         sections = [
             self._head_section(head),
+            SectionReport("profile", profile.budget, profile.tokens, len(profile.lines)),
             SectionReport("external", external_tokens, external_tokens, len(external_sources)),
             SectionReport("memories", room - external_tokens, recalled.tokens, len(recalled.sources)),
             SectionReport("current", history_tokens, history_tokens, len(history.messages)),
             self._fixed_section("query", ask),
         ]
-        sources = [*external_sources, *recalled.sources,
+        sources = [*profile.sources, *external_sources, *recalled.sources,
                    *(Source(kind="message", id=t["id"], section="current", external_id=t["external_id"],
                             conversation_id=conversation, seq=t["last_seq"]) for t in history.turns)]
         timings["total"] = _ms(started)
@@ -376,11 +465,12 @@ class ContextAssembler:
         return items, cuts, messages, sum(message_tokens(self.counter, m["role"], m["content"]) for m in messages)
 
     def _search(self, user: UUID, conversation: UUID | None, query: str, options: SearchOptions,
-                now: datetime | None = None, without: UUID | None = None) -> tuple[list[Memory], float]:
+                now: datetime | None = None, without: UUID | None = None,
+                vector: "_QueryVector | None" = None) -> tuple[list[Memory], float]:
         """The memories for `query` (none of them the message `without`) and the milliseconds their
         search took."""
         started = time.perf_counter()
-        memories = self.search.search(user, query, conversation, options=options, now=now)
+        memories = self.search.search(user, query, conversation, options=options, now=now, query_vec=vector)
         return (without_message(memories, without) if without else memories), _ms(started)
 
     def _current_rows(self, user: UUID, conversation: UUID, recent: int, *, history_tokens: int = 0,
@@ -505,18 +595,53 @@ class _Draft:
     lines: Lines = field(default_factory=dict)  # the memory turns' lines, shared by this context's fills
     labels: Labels = field(default_factory=dict)  # the memories' other conversations, named
     filled: MemorySection | None = None  # the last fill of the memories, before each sentence once: to resume
+    profile: ProfileSection = NO_PROFILE
+    profile_view: ProfileView = NO_VIEW
 
     def messages(self, head: Sequence[dict[str, str]], ask: dict) -> list[dict[str, str]]:
         memory = [self.recalled.message] if self.recalled.message else []
-        return [*head, *self.external_messages, *memory, *self.current_messages, ask]
+        profile = [self.profile.message] if self.profile.message else []
+        return [*head, *profile, *self.external_messages, *memory, *self.current_messages, ask]
 
     def sections(self) -> list[SectionReport]:
-        return [SectionReport("external", self.external_budget, self.external_tokens, len(self.external_sources)),
+        return [SectionReport("profile", self.profile.budget, self.profile.tokens, len(self.profile.lines)),
+                SectionReport("external", self.external_budget, self.external_tokens, len(self.external_sources)),
                 SectionReport("memories", self.memory_budget, self.recalled.tokens, len(self.recalled.sources)),
                 SectionReport("current", self.current_share, self.current_tokens, len(self.current_messages))]
 
     def sources(self, conversation: UUID) -> list[Source]:
-        return self.external_sources + self.recalled.sources + self.items.sources(conversation)
+        return self.profile.sources + self.external_sources + self.recalled.sources + self.items.sources(conversation)
+
+    def profile_keys(self) -> set[str]:
+        """The sentences the profile says: the summaries and board lines leave them out."""
+        return set(keys(self.profile.message["content"])) if self.profile.message else set()
+
+
+class _QueryVector:
+    """The query's vector, made once for the memory search and the profile beside it (whichever
+    asks first makes it; the other waits): the query as memory search analyzes it, its named
+    speakers in the first person (`memctx.retrieve.lexical.analyze`)."""
+
+    def __init__(self, search: MemorySearch, user: UUID, conversation: UUID | None, query: str,
+                 now: datetime | None) -> None:
+        self._args = (search, user, conversation, query, now)
+        self._lock = threading.Lock()
+        self._analysis: Any = None
+        self._vector: Any = None
+
+    def analysis(self) -> Any:
+        with self._lock:
+            if self._analysis is None:
+                search, user, conversation, query, now = self._args
+                self._analysis = analyze(query, search.speakers(user, conversation), now.date() if now else None)
+            return self._analysis
+
+    def __call__(self) -> Any:
+        analysis = self.analysis()
+        with self._lock:
+            if self._vector is None:
+                self._vector = self._args[0].embed_query(analysis.dense_text)
+            return self._vector
 
 
 @dataclass(frozen=True)
@@ -673,4 +798,5 @@ def assembler_for(app: Any) -> ContextAssembler:
 def build_assembler(app: Any) -> ContextAssembler:
     search = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(app.settings))
     web = app.web.scoped(app.pool) if app.web is not None else None  # the cache on the app's own pool
-    return ContextAssembler(app.pool, app.counter, search, ContextOptions.from_settings(app.settings), external=web)
+    return ContextAssembler(app.pool, app.counter, search, ContextOptions.from_settings(app.settings), external=web,
+                            profile=ProfileReader(app.pool, ProfileOptions.from_settings(app.settings)))

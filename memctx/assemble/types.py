@@ -15,7 +15,7 @@ from memctx.web.types import SearchReport
 from memctx.store.requests import ContextRequest
 from memctx.tokens import REPLY_PRIMING, TokenCounter, messages_tokens
 
-SourceKind = Literal["message", "summary", "board", "external"]
+SourceKind = Literal["message", "summary", "board", "external", "profile", "procedure"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class Source:
     last_seq: int | None = None
     detail: str | None = None  # e.g. "master", "key_facts", "compressed"; an external result's title
     url: str | None = None  # external results
+    learned_from: tuple[str, ...] = ()  # a profile item or procedure: the ids of the messages it came from
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "id": str(self.id), "section": self.section,
@@ -41,6 +42,8 @@ class Source:
         for key in ("seq", "first_seq", "last_seq", "detail", "url"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.learned_from:
+            out["learned_from"] = list(self.learned_from)
         return out
 
 

@@ -5,7 +5,8 @@
 `memctx eval locomo PATH [--budgets 1000,2000,4000] [--json] [--plot FILE] [--door D]` scores it on
 LoCoMo, through the door D (python, http, proxy, mcp: memctx.evaluate.doors);
 `memctx eval longmemeval PATH [...the same options]` on LongMemEval (memctx.evaluate.longmemeval);
-`memctx eval board PATH [--json]` scores the summary board (memctx.cli.pipeline).
+`memctx eval board PATH [--json]` scores the summary board (memctx.cli.pipeline); `memctx eval
+profile PATH [--json]` the learned profile (memctx.evaluate.profile).
 JSON goes to stdout; progress and errors go to stderr.
 """
 
@@ -271,6 +272,30 @@ def _print_longmemeval(results: dict) -> None:
     out.print(types)
 
 
+def eval_profile_cmd(path: Path = typer.Argument(..., exists=True, dir_okay=False, help="a LoCoMo JSON file"),
+                     as_json: bool = typer.Option(False, "--json", help="print the full results as JSON")) -> None:
+    """Score the learned profile on LoCoMo's gold observations (no database, no LLM).
+
+    Each conversation is learned as the worker learns it; then, per speaker: the share of items
+    with a source turn that is the evidence of one of their gold observations (precision), and the
+    observations covered, in total and per 100 profile tokens."""
+    from memctx.config import Settings
+    from memctx.evaluate.profile import run_profile_eval
+    from memctx.tokens import get_counter
+
+    results = run_profile_eval(path, get_counter(Settings().token_encoding))
+    if as_json:
+        print(json.dumps(results, ensure_ascii=False))
+        return
+    table = Table(title=f"profile on {escape(str(path))} ({results['learner']})")
+    for column in ("part", "items", "precision", "precision, all items", "observations covered", "per 100 tokens"):
+        table.add_column(column)
+    for name, r in [("all", results), *results["halves"].items()]:
+        table.add_row(name, str(r["items"]), _fmt(r["precision"]), _fmt(r["precision_all"]),
+                      f"{r['covered']} / {r['observations']}", str(r["covered_per_100_tokens"]))
+    Console().print(table)
+
+
 def _print_table(results: dict) -> None:
     out = Console()
     history = results["full_history_tokens"]["mean"]
@@ -309,4 +334,5 @@ def register(app: typer.Typer) -> None:
     eval_app.command("locomo")(eval_locomo_cmd)
     eval_app.command("longmemeval")(eval_longmemeval_cmd)
     eval_app.command("board")(eval_board_cmd)
+    eval_app.command("profile")(eval_profile_cmd)
     app.add_typer(eval_app, name="eval")

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from memctx import db, doors
-from memctx.cli import context, doctor, pipeline, search
+from memctx.cli import context, doctor, pipeline, profile, search
 from memctx.cli.common import (BAD_INPUT, CONVERSATION_HELP, USER_HELP, conversation_id, err, fail, parse_uuid,
                                user_id)
 from memctx.config import Settings
@@ -270,6 +270,7 @@ def _register_outer_layers(app: typer.Typer) -> None:
 context.register(app)
 pipeline.register(app)
 doctor.register(app)
+profile.register(app)
 search.register(app)
 _register_outer_layers(app)
 

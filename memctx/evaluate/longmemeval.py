@@ -39,6 +39,7 @@ from memctx.assemble.repeats import sentence_tally, sentences
 from memctx.assemble.types import Source
 from memctx.evaluate.baselines import bm25_scores, bm25_terms, pack, rrf_order, turn_line
 from memctx.evaluate.doors import Door, PythonDoor
+from memctx.evaluate.halves import HALVES, halves
 from memctx.evaluate.locomo import contains_answer, normalize
 from memctx.evaluate.run import mean_of, percentile_of
 from memctx.models import InvalidInput, NewMessage
@@ -241,11 +242,13 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
     assembler = assembler or assembler_for(app)
     door = door or PythonDoor(assembler)
     system = assembler.options.system_prompt
-    halves = {q: ("odd", "even")[i % 2] for i, q in enumerate(sorted(i.question_id for i in instances))}
+    half_by_id = halves(i.question_id for i in instances)  # of the instances asked (each budget's "halves")
     halved = {b: {h: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for h in ("odd", "even")}
               for b in budgets}
     arms = {b: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for b in budgets}
     by_type = {b: {t: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for t in TYPES} for b in budgets}
+    half_of = halves(i.question_id for i in read_instances(path))  # of the whole file, whatever the limit
+    by_half = {b: {h: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for h in HALVES} for b in budgets}
     history, turns, prepared, passages = [], 0, [], []
     repeats = {b: Counter() for b in budgets}  # memctx's contexts: sentences said more than once, sentences
     for instance in instances:
@@ -264,14 +267,16 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
             wc = door.ask(user, asked, instance.question, budget, scope="user", now=instance.question_date)
             repeated, said = sentence_tally(wc.messages)
             repeats[budget].update(repeated=repeated, sentences=said)
-            for tally in _tallies(arms, by_type, budget, instance, "memctx"):
+            half = by_half[budget][half_of[instance.question_id]]
+            for tally in _tallies(arms, by_type, budget, instance, "memctx", half):
                 tally.add(instance, wc.text, wc.tokens, texts, wc.ms, wc.sources)
-            halved[budget][halves[instance.question_id]]["memctx"].add(instance, wc.text, wc.tokens, texts)
+            halved[budget][half_by_id[instance.question_id]]["memctx"].add(instance, wc.text, wc.tokens, texts)
         for kind, ranked in baseline_rankings(rows, instance.question).items():
             for budget in budgets:
                 context, tokens = pack(ranked, system, instance.question, budget, app.counter, line_tokens)
-                for tally in [*_tallies(arms, by_type, budget, instance, kind),
-                              halved[budget][halves[instance.question_id]][kind]]:
+                half = by_half[budget][half_of[instance.question_id]]
+                for tally in [*_tallies(arms, by_type, budget, instance, kind, half),
+                              halved[budget][half_by_id[instance.question_id]][kind]]:
                     tally.add(instance, context, tokens, texts)
         if progress:
             progress(1)
@@ -295,7 +300,23 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
                              "halves": {h: {arm: {"evidence_found": t.found, "evidence_gold": t.gold}
                                             for arm, t in arms_of.items()} for h, arms_of in halved[b].items()}}
                     for b in budgets},
+        # the instances sorted by question_id, odd and even positions (memctx.evaluate.halves)
+        "halves": {h: {str(b): {**by_half[b][h]["memctx"].summary(latency=False),
+                                "baselines": {k: by_half[b][h][k].summary(latency=False) for k in BASELINES}}
+                       for b in budgets} for h in HALVES},
+        "profile": profile_storage(app, [instance_user(i.question_id) for i in instances]),
     }
+
+
+def profile_storage(app: Any, users: Sequence[UUID]) -> dict[str, Any]:
+    """What the users' profiles hold (memctx.profile_storage): items by status, sources and bytes,
+    the mean per user."""
+    with app.pool.connection() as conn:
+        rows = conn.execute(QUERIES["profile_storage_of"], {"user_ids": list(users)}).fetchall()
+    if not rows:
+        return {"users": 0}
+    keys = ("active_items", "replaced_items", "deleted_items", "sources", "procedures", "bytes")
+    return {"users": len(rows), **{f"mean_{k}": mean_of([float(r[k]) for r in rows], 1) for k in keys}}
 
 
 def _passage_stats(app: Any, user: UUID) -> Mapping[str, Any]:
@@ -303,8 +324,9 @@ def _passage_stats(app: Any, user: UUID) -> Mapping[str, Any]:
         return conn.execute(QUERIES["passage_stats"], {"user_id": user}).fetchone()
 
 
-def _tallies(arms: dict, by_type: dict, budget: int, instance: Instance, arm: str) -> list[_Tally]:
-    kept = [arms[budget][arm]]
+def _tallies(arms: dict, by_type: dict, budget: int, instance: Instance, arm: str,
+             half: dict[str, _Tally] | None = None) -> list[_Tally]:
+    kept = [arms[budget][arm]] + ([half[arm]] if half is not None else [])
     if instance.question_type in by_type[budget]:
         kept.append(by_type[budget][instance.question_type][arm])
     return kept

@@ -45,6 +45,7 @@ from memctx.evaluate.baselines import BASELINES, baseline_context, turn_line
 from memctx.evaluate.doors import Door, PythonDoor
 from memctx.evaluate.locomo import (CATEGORIES, CONTAINMENT_CATEGORIES, POOLED_CATEGORIES, Question,
                                     contains_answer, evidence_found, load_questions)
+from memctx.evaluate.halves import HALVES, halves
 from memctx.evaluate.retention import ChainTally, Gold, RetentionTally, chain_text, load_observations
 from memctx.models import Message
 from memctx.pipeline.catchup import catch_up
@@ -185,7 +186,6 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
         owners = {cid: user for cid in conversations.values()}
         texts, line_tokens, history, full = _conversation_data(app, user, conversations)
         moments = {cid: app.store.get_conversation(user, cid).last_message_at for cid in conversations.values()}
-    halves = {sid: ("odd", "even")[i % 2] for i, sid in enumerate(sorted(conversations))}
     halved = {b: {h: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for h in ("odd", "even")}
               for b in budgets}
     questions = load_questions(path)[:limit] if limit else load_questions(path)
@@ -195,6 +195,8 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
     gold = {cid: Gold.of(observations.get(sid, []), texts[cid]) for sid, cid in conversations.items()}
     kept = {b: {"memctx": RetentionTally(), **{k: RetentionTally() for k in BASELINES}} for b in budgets}
     by_cat = {b: {c: _Tally(pooled=(c,)) for c in CATEGORIES} for b in budgets}
+    half_of = halves(conversations)  # the conversations sorted by sample_id, odd and even positions
+    by_half = {b: {h: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for h in HALVES} for b in budgets}
     ceiling, ceiling_by_cat = _ceiling(questions, conversations, full)
     repeats = {b: Counter() for b in budgets}  # memctx's contexts: sentences said more than once, sentences
     for q in questions:  # memctx first, alone, so its latency is not mixed with the baselines'
@@ -204,9 +206,10 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
             repeated, said = sentence_tally(wc.messages)
             repeats[budget].update(repeated=repeated, sentences=said)
             arms[budget]["memctx"].add(q, wc.text, wc.tokens, texts[cid], wc.ms)
-            halved[budget][halves[q.sample_id]]["memctx"].add(q, wc.text, wc.tokens, texts[cid])
+            halved[budget][half_of[q.sample_id]]["memctx"].add(q, wc.text, wc.tokens, texts[cid])
             kept[budget]["memctx"].add(gold[cid], wc.text, wc.tokens)
             by_cat[budget][q.category].add(q, wc.text, wc.tokens, texts[cid], wc.ms)
+            by_half[budget][half_of[q.sample_id]]["memctx"].add(q, wc.text, wc.tokens, texts[cid], wc.ms)
         if progress:
             progress(1)
     for q in questions if baselines else ():
@@ -217,7 +220,8 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
                 context, tokens = baseline_context(ranked, kind, system, q.question, budget, app.counter,
                                                    line_tokens[cid])
                 arms[budget][kind].add(q, context, tokens, texts[cid])
-                halved[budget][halves[q.sample_id]][kind].add(q, context, tokens, texts[cid])
+                halved[budget][half_of[q.sample_id]][kind].add(q, context, tokens, texts[cid])
+                by_half[budget][half_of[q.sample_id]][kind].add(q, context, tokens, texts[cid])
                 kept[budget][kind].add(gold[cid], context, tokens)
         if progress:
             progress(1)
@@ -242,6 +246,10 @@ def run_eval(app: Any, path: Path, budgets: Sequence[int], *, user: UUID = DEFAU
                                             for arm, t in arms_of.items() if arm == "memctx" or baselines}
                                         for h, arms_of in halved[b].items()}}
                     for b in budgets},
+        "halves": {h: {str(b): {**by_half[b][h]["memctx"].summary(latency=False),
+                                "baselines": {k: by_half[b][h][k].summary(latency=False) for k in BASELINES}
+                                if baselines else {}}
+                       for b in budgets} for h in HALVES},
     }
 
 

@@ -27,6 +27,7 @@ from memctx.config import Settings
 from memctx.models import Summary, check_text
 from memctx.pipeline.board import board_step
 from memctx.pipeline.embedding import embed_messages, embed_summaries
+from memctx.pipeline.learning import learn_all
 from memctx.pipeline.passages import cut_passages
 from memctx.sql import QUERIES
 from memctx.store import UnknownConversation
@@ -102,6 +103,7 @@ class CatchUpResult:
     embedded_summaries: int = 0
     seconds: float = 0.0
     passages: int = 0  # passages of long messages stored
+    learned: int = 0  # candidates the profile's learner found in the new messages (memctx.pipeline.learning)
 
     @property
     def summaries_written(self) -> int:
@@ -111,7 +113,7 @@ class CatchUpResult:
         return {"conversation_id": str(self.conversation_id), "last_seq": self.last_seq,
                 "embedded_messages": self.embedded_messages, "summaries_written": self.summaries_written,
                 "board_updates": self.board_updates, "embedded_summaries": self.embedded_summaries,
-                "passages": self.passages, "seconds": round(self.seconds, 3)}
+                "passages": self.passages, "learned": self.learned, "seconds": round(self.seconds, 3)}
 
 
 @dataclass
@@ -238,7 +240,8 @@ def catch_up(app: App, user_id: UUID, conversation_id: UUID, summarizer: Summari
     Embeds messages stored without an embedding, cuts the long ones into passages (embedded,
     `memctx.pipeline.passages`), applies the hierarchy rules until none applies
     (each action one transaction), folds every complete group of `update_frequency` new messages
-    into the board (with `force_board`, the incomplete tail too), and embeds the summaries still
+    into the board (with `force_board`, the incomplete tail too), learns the profile and tool
+    procedures from the new messages (`memctx.pipeline.learning`), and embeds the summaries still
     live at the end (every summary written with `summary_embeddings="all"`; otherwise the
     superseded ones are left to `backfill_summary_embeddings`).
     Safe to run concurrently with itself and with the worker: every step takes the
@@ -293,9 +296,10 @@ def _catch_up(ctx: _Context, last_seq: int, force_board: bool, started: float) -
     boards = 0
     while board_step(app, ctx.user_id, conversation_id, ctx.summarizer, force=force_board):
         boards += 1
+    learned = learn_all(app, ctx.user_id, conversation_id)
     embedded_summaries = embed_summaries(app, ctx.user_id, conversation_id)
     return CatchUpResult(conversation_id, last_seq, embedded, tuple(ctx.steps), boards, embedded_summaries,
-                         time.perf_counter() - started, passages)
+                         time.perf_counter() - started, passages, learned.candidates)
 
 
 def regenerate(app: App, user_id: UUID, conversation_id: UUID, summarizer: Summarizer | None = None) -> CatchUpResult:
@@ -310,6 +314,7 @@ def regenerate(app: App, user_id: UUID, conversation_id: UUID, summarizer: Summa
         key = {"user_id": user_id, "conversation_id": conversation_id}
         conn.execute(QUERIES["retire_live_summaries"], key)
         conn.execute(QUERIES["delete_board"], key)
+        conn.execute(QUERIES["reset_profile_progress"], key)  # learned again: nothing twice, nothing deleted back
     return catch_up(app, user_id, conversation_id, summarizer)
 
 

@@ -19,6 +19,7 @@ from memctx import metrics
 from memctx.app import App
 from memctx.pipeline.board import get_board
 from memctx.pipeline.catchup import catch_up, chain_params, live_chain
+from memctx.pipeline.learning import learn_all
 from memctx.sql import QUERIES
 from memctx.summarize.length import capped, summary_cap
 from memctx.summarize.types import Summarizer
@@ -82,13 +83,15 @@ def close_conversation(app: App, user_id: UUID, conversation_id: UUID, summarize
     """Write (or rewrite) the conversation's long-term summary from its live chain and board; like
     every summary, at most half of what it summarizes (the live chain's tokens).
 
-    With `catch_up_first`, the chain and the board (its incomplete tail included) are brought up
-    to date first. `explicit` also marks the conversation closed (an idle one is only summarized:
+    With `catch_up_first`, the chain, the board (its incomplete tail included) and the profile are
+    brought up to date first; without it, the profile still is (learning happens on close). `explicit` also marks the conversation closed (an idle one is only summarized:
     the user may come back to it, and the next idle period rewrites the summary).
     """
     summarizer = summarizer or app.summarizer
     if catch_up_first:
         catch_up(app, user_id, conversation_id, summarizer, force_board=True)
+    else:
+        learn_all(app, user_id, conversation_id)  # on close, whatever the caller caught up
     chain = live_chain(app, user_id, conversation_id)
     board = get_board(app, user_id, conversation_id)
     params = chain_params(app.settings)

@@ -123,10 +123,11 @@ class MemorySearch:
 
     def search(self, user: UUID, query: str, conversation: UUID | None = None, time_range: TimeRange | None = None,
                limit: int | None = None, threshold: float | None = None, *,
-               options: SearchOptions | None = None, query_vec: np.ndarray | None = None,
+               options: SearchOptions | None = None, query_vec: np.ndarray | Callable[[], np.ndarray] | None = None,
                now: datetime | None = None) -> list[Memory]:
         """The best `limit` memories for `query`, best first. `now`, when given, is the moment the
-        query is asked: its relative dates ("last Saturday") are searched as the days they mean."""
+        query is asked: its relative dates ("last Saturday") are searched as the days they mean.
+        `query_vec`: the query's vector, or what makes it when needed (shared with a caller)."""
         opts = options or self.options
         limit = opts.limit if limit is None else limit
         threshold = opts.threshold if threshold is None else threshold
@@ -676,7 +677,11 @@ def search_memories(app: Any, user: UUID, query: str, conversation: UUID | None 
                     time_range: TimeRange | None = None, limit: int = 10, threshold: float | None = None,
                     *, reranker: Reranker | None = None, now: datetime | None = None) -> list[Memory]:
     """Memory search with the app's settings (see `MemorySearch.search`), asked at `now` (by
-    default the present: the query's relative dates mean the days they name today)."""
+    default the present: the query's relative dates mean the days they name today), the user's
+    ratings of memories weighing its order (`memctx.learn.recall.with_ratings`)."""
+    from memctx.learn.recall import RATED_DEPTH, ProfileOptions, with_ratings
+
     engine = MemorySearch(app.pool, app.embedder, SearchOptions.from_settings(app.settings), reranker)
-    return engine.search(user, query, conversation, time_range, limit, threshold,
-                         now=now or datetime.now(timezone.utc))
+    found = engine.search(user, query, conversation, time_range, limit + RATED_DEPTH, threshold,
+                          now=now or datetime.now(timezone.utc))
+    return with_ratings(app.pool, user, found, ProfileOptions.from_settings(app.settings))[:limit]

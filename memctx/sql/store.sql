@@ -75,13 +75,22 @@ with c as (delete from memctx.conversations where user_id = %(user_id)s returnin
      o as (delete from memctx.outbox where user_id = %(user_id)s returning id),
      r as (delete from memctx.context_requests where user_id = %(user_id)s returning id),
      i as (delete from memctx.idempotency_keys where user_id = %(user_id)s returning key),
-     x as (delete from memctx.search_cache where user_id = %(user_id)s returning fingerprint)
+     x as (delete from memctx.search_cache where user_id = %(user_id)s returning fingerprint),
+     p as (delete from memctx.profile_items where user_id = %(user_id)s returning id),
+     ps as (delete from memctx.profile_sources where user_id = %(user_id)s returning item_id),
+     pp as (delete from memctx.profile_progress where user_id = %(user_id)s returning conversation_id),
+     t as (delete from memctx.procedures where user_id = %(user_id)s returning id),
+     ts as (delete from memctx.procedure_sources where user_id = %(user_id)s returning procedure_id),
+     f as (delete from memctx.feedback where user_id = %(user_id)s returning id)
 select (select count(*) from c) as conversations, (select count(*) from m) as messages,
        (select count(*) from s) as summaries, (select count(*) from b) as summary_boards,
        (select count(*) from w) as working_memory_chunks, (select count(*) from l) as conversation_summaries,
        (select count(*) from o) as outbox,
        (select count(*) from r) as context_requests, (select count(*) from i) as idempotency_keys,
-       (select count(*) from x) as search_cache
+       (select count(*) from x) as search_cache, (select count(*) from p) as profile_items,
+       (select count(*) from ps) as profile_sources, (select count(*) from pp) as profile_progress,
+       (select count(*) from t) as procedures, (select count(*) from ts) as procedure_sources,
+       (select count(*) from f) as feedback
 
 -- name: fill_message_terms
 -- The full-text rows (migration 0026) of messages that have none: what a bulk import that writes
@@ -142,7 +151,13 @@ select (select count(*) from memctx.conversations where user_id = %(user_id)s) a
        (select count(*) from memctx.context_requests where user_id = %(user_id)s) as context_requests,
        (select count(*) from memctx.shadow_requests where user_id = %(user_id)s) as shadow_requests,
        (select count(*) from memctx.idempotency_keys where user_id = %(user_id)s) as idempotency_keys,
-       (select count(*) from memctx.search_cache where user_id = %(user_id)s) as search_cache
+       (select count(*) from memctx.search_cache where user_id = %(user_id)s) as search_cache,
+       (select count(*) from memctx.profile_items where user_id = %(user_id)s) as profile_items,
+       (select count(*) from memctx.profile_sources where user_id = %(user_id)s) as profile_sources,
+       (select count(*) from memctx.profile_progress where user_id = %(user_id)s) as profile_progress,
+       (select count(*) from memctx.procedures where user_id = %(user_id)s) as procedures,
+       (select count(*) from memctx.procedure_sources where user_id = %(user_id)s) as procedure_sources,
+       (select count(*) from memctx.feedback where user_id = %(user_id)s) as feedback
 
 -- name: conversation_stats
 select c.id, c.external_id, c.title, c.message_count,

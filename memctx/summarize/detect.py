@@ -155,13 +155,20 @@ _NEWS = re.compile(r"^[^.!?]*?\b(?:wanted|want|had)\s+to\s+(?:let\s+you\s+know|t
                    r"(?=(?:I|my|we|our)\b)", re.IGNORECASE)
 
 
+def opening_removed(sentence: str) -> str:
+    """The sentence without its opening interjections and asides ("Oh, by the way, …",
+    "Wanted to let you know …"), as `fact_clause` reads it; the sentence itself when nothing
+    is left."""
+    return _OPENING.sub("", _NEWS.sub("", _norm(sentence))).strip() or sentence.strip()
+
+
 def fact_clause(sentence: str) -> str:
     """The part of a key-fact sentence that states the fact: its opening interjections and
     asides ("Yeah, Jon, …", "Unfortunately, …", "wanted to let you know …") dropped, of its
     clauses the first that is a key fact by itself, and a verdict after it ("…, and it was so
     special") dropped when what is left is still a fact. A board line, not a sentence: no closing
     full stop or exclamation mark."""
-    body = _OPENING.sub("", _NEWS.sub("", _norm(sentence))).strip() or sentence.strip()
+    body = opening_removed(sentence)
     parts = [p.strip(" ,") for p in _CLAUSE.split(body) if p.strip(" ,")]
     best = next((p for p in parts if is_key_fact(p)), body)
     short = _VERDICT.sub("", best)

@@ -48,7 +48,7 @@ def _filled(values: dict[str, str], key: str, database_url: str) -> dict[str, st
 
 async def _round_trip(session: ClientSession) -> dict[str, Any]:
     await session.initialize()
-    assert len((await session.list_tools()).tools) == 6
+    assert len((await session.list_tools()).tools) == 9
     added = await session.call_tool("add_message", {"role": "user", "content": "My table is for six people."})
     assert not added.is_error, added.content
     found = await session.call_tool("search_conversation_history", {"query": "table for six"})

@@ -170,7 +170,8 @@ def _documented_columns() -> dict[str, list[tuple[str, str]]]:
     return views
 
 
-DASHBOARD_VIEWS = ("conversation_overview", "token_savings", "worker_backlog", "shadow_comparison")
+DASHBOARD_VIEWS = ("conversation_overview", "token_savings", "worker_backlog", "shadow_comparison", "feedback_log",
+                   "profile_storage")
 
 
 def test_every_column_of_the_dashboard_views_is_documented_with_its_type(database_url):

@@ -30,7 +30,7 @@ from memctx.pipeline.catchup import catch_up
 
 MEMCTX = str(Path(sys.executable).with_name("memctx"))
 TOOLS = {"search_conversation_history", "get_conversation_summary", "recall_context", "get_working_context",
-         "add_message", "web_search"}
+         "add_message", "web_search", "get_user_profile", "correct_user_profile", "rate_context_item"}
 TURNS = [("user", "I am planning a trip to Lisbon with my brother Tomas in May."),
          ("assistant", "Sounds great! Where will you stay?"),
          ("user", "We booked a small flat in Alfama near the castle."),

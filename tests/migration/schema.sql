@@ -462,6 +462,63 @@ $$;
 
 
 --
+-- Name: procedure_sources_gone(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.procedure_sources_gone() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  delete from memctx.procedures p
+   where p.id = old.procedure_id and p.user_id = old.user_id
+     and not exists (select 1 from memctx.procedure_sources s
+                      where s.procedure_id = old.procedure_id and s.user_id = old.user_id);
+  return null;
+end
+$$;
+
+
+--
+-- Name: profile_item_gone(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.profile_item_gone() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  update memctx.profile_items i
+     set status = 'active', replaced_by = null, replaced_at = null, updated_at = now()
+   where i.replaced_by = old.id and i.user_id = old.user_id and i.status = 'replaced';
+  return null;
+end
+$$;
+
+
+--
+-- Name: profile_sources_gone(); Type: FUNCTION; Schema: memctx; Owner: -
+--
+
+CREATE FUNCTION memctx.profile_sources_gone() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  delete from memctx.profile_items i
+   where i.id = old.item_id and i.user_id = old.user_id and i.origin = 'learned'
+     and not exists (select 1 from memctx.profile_sources s
+                      where s.item_id = old.item_id and s.user_id = old.user_id);
+  update memctx.profile_items i
+     set seen_count = (select count(*) from memctx.profile_sources s
+                        where s.item_id = old.item_id and s.user_id = old.user_id)
+   where i.id = old.item_id and i.user_id = old.user_id;
+  return null;
+end
+$$;
+
+
+--
 -- Name: trim_space(text); Type: FUNCTION; Schema: memctx; Owner: -
 --
 
@@ -515,7 +572,7 @@ CREATE TABLE memctx.context_requests (
     sources jsonb DEFAULT '{}'::jsonb NOT NULL,
     upstream_status smallint,
     CONSTRAINT context_requests_full_history_tokens_check CHECK ((full_history_tokens >= 0)),
-    CONSTRAINT context_requests_kind_check CHECK ((kind = ANY (ARRAY['context'::text, 'proxy'::text, 'shadow'::text]))),
+    CONSTRAINT context_requests_kind_check CHECK ((kind = ANY (ARRAY['context'::text, 'proxy'::text]))),
     CONSTRAINT context_requests_sources_check CHECK ((jsonb_typeof(sources) = 'object'::text)),
     CONSTRAINT context_requests_timings_ms_check CHECK ((jsonb_typeof(timings_ms) = 'object'::text)),
     CONSTRAINT context_requests_token_budget_check CHECK ((token_budget >= 0)),
@@ -553,9 +610,7 @@ CREATE TABLE memctx.conversations (
     last_message_at timestamp with time zone,
     closed_at timestamp with time zone,
     lexeme_count bigint DEFAULT 0 NOT NULL,
-    speakers text[] DEFAULT '{}'::text[] NOT NULL,
-    proxy_mode text,
-    CONSTRAINT conversations_proxy_mode_check CHECK ((proxy_mode = ANY (ARRAY['live'::text, 'shadow'::text])))
+    speakers text[] DEFAULT '{}'::text[] NOT NULL
 );
 
 
@@ -721,6 +776,140 @@ CREATE TABLE memctx.embedding_space (
 
 
 --
+-- Name: feedback; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.feedback (
+    id bigint NOT NULL,
+    user_id uuid NOT NULL,
+    target_kind text NOT NULL,
+    target_id uuid NOT NULL,
+    rating text NOT NULL,
+    via text NOT NULL,
+    rated_by text NOT NULL,
+    conversation_id uuid,
+    note text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT feedback_note_check CHECK ((length(note) <= 2000)),
+    CONSTRAINT feedback_rated_by_check CHECK (((length(rated_by) >= 1) AND (length(rated_by) <= 200))),
+    CONSTRAINT feedback_rating_check CHECK ((rating = ANY (ARRAY['useful'::text, 'wrong'::text, 'outdated'::text]))),
+    CONSTRAINT feedback_target_kind_check CHECK ((target_kind = ANY (ARRAY['profile_item'::text, 'message'::text, 'summary'::text, 'procedure'::text]))),
+    CONSTRAINT feedback_via_check CHECK ((via = ANY (ARRAY['api'::text, 'mcp'::text, 'page'::text, 'cli'::text, 'library'::text])))
+);
+
+
+--
+-- Name: feedback_id_seq; Type: SEQUENCE; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.feedback ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME memctx.feedback_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: procedures; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.procedures (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_id uuid NOT NULL,
+    tool text NOT NULL,
+    error text NOT NULL,
+    fix text NOT NULL,
+    seen_count integer DEFAULT 1 NOT NULL,
+    resolved integer DEFAULT 0 NOT NULL,
+    useful integer DEFAULT 0 NOT NULL,
+    first_seen timestamp with time zone NOT NULL,
+    last_seen timestamp with time zone NOT NULL,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, ((tool || ' '::text) || error))) STORED,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT procedures_error_check CHECK (((length(error) >= 1) AND (length(error) <= 500))),
+    CONSTRAINT procedures_fix_check CHECK ((length(fix) <= 2000)),
+    CONSTRAINT procedures_resolved_check CHECK ((resolved >= 0)),
+    CONSTRAINT procedures_seen_count_check CHECK ((seen_count >= 0)),
+    CONSTRAINT procedures_tool_check CHECK (((length(tool) >= 1) AND (length(tool) <= 200))),
+    CONSTRAINT procedures_useful_check CHECK ((useful >= 0))
+);
+
+
+--
+-- Name: profile_items; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.profile_items (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_id uuid NOT NULL,
+    person text NOT NULL,
+    kind text NOT NULL,
+    subject text NOT NULL,
+    topic text NOT NULL,
+    key text NOT NULL,
+    value text NOT NULL,
+    explicit boolean DEFAULT true NOT NULL,
+    status text DEFAULT 'active'::text NOT NULL,
+    origin text DEFAULT 'learned'::text NOT NULL,
+    confidence real NOT NULL,
+    seen_count integer DEFAULT 1 NOT NULL,
+    overrides integer DEFAULT 0 NOT NULL,
+    challenger jsonb,
+    useful integer DEFAULT 0 NOT NULL,
+    first_seen timestamp with time zone NOT NULL,
+    last_seen timestamp with time zone NOT NULL,
+    replaced_by uuid,
+    replaced_at timestamp with time zone,
+    edited_at timestamp with time zone,
+    deleted_at timestamp with time zone,
+    embedding public.vector,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, ((topic || ' '::text) || value))) STORED,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT profile_items_confidence_check CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
+    CONSTRAINT profile_items_key_check CHECK (((length(key) >= 1) AND (length(key) <= 600))),
+    CONSTRAINT profile_items_kind_check CHECK ((kind = ANY (ARRAY['fact'::text, 'preference'::text, 'instruction'::text, 'plan'::text]))),
+    CONSTRAINT profile_items_origin_check CHECK ((origin = ANY (ARRAY['learned'::text, 'user'::text]))),
+    CONSTRAINT profile_items_overrides_check CHECK ((overrides >= 0)),
+    CONSTRAINT profile_items_person_check CHECK (((length(person) >= 1) AND (length(person) <= 200))),
+    CONSTRAINT profile_items_seen_count_check CHECK ((seen_count >= 0)),
+    CONSTRAINT profile_items_status_check CHECK ((status = ANY (ARRAY['active'::text, 'replaced'::text, 'deleted'::text]))),
+    CONSTRAINT profile_items_status_check2 CHECK (((status = 'replaced'::text) = (replaced_at IS NOT NULL))),
+    CONSTRAINT profile_items_subject_check CHECK (((length(subject) >= 1) AND (length(subject) <= 200))),
+    CONSTRAINT profile_items_topic_check CHECK (((length(topic) >= 1) AND (length(topic) <= 100))),
+    CONSTRAINT profile_items_useful_check CHECK ((useful >= 0)),
+    CONSTRAINT profile_items_value_check CHECK (((length(value) >= 1) AND (length(value) <= 2000)))
+);
+
+
+--
+-- Name: feedback_log; Type: VIEW; Schema: memctx; Owner: -
+--
+
+CREATE VIEW memctx.feedback_log WITH (security_invoker='true') AS
+ SELECT f.id,
+    f.user_id,
+    f.created_at,
+    f.rating,
+    f.target_kind,
+    f.target_id,
+    f.via,
+    f.rated_by,
+    f.conversation_id,
+    f.note,
+    COALESCE(p.value, "left"(m.text, 200), "left"(s.content, 200), ((r.tool || ': '::text) || r.error)) AS target_text
+   FROM ((((memctx.feedback f
+     LEFT JOIN memctx.profile_items p ON (((f.target_kind = 'profile_item'::text) AND (p.id = f.target_id) AND (p.user_id = f.user_id))))
+     LEFT JOIN memctx.messages m ON (((f.target_kind = 'message'::text) AND (m.id = f.target_id) AND (m.user_id = f.user_id))))
+     LEFT JOIN memctx.summaries s ON (((f.target_kind = 'summary'::text) AND (s.id = f.target_id) AND (s.user_id = f.user_id))))
+     LEFT JOIN memctx.procedures r ON (((f.target_kind = 'procedure'::text) AND (r.id = f.target_id) AND (r.user_id = f.user_id))));
+
+
+--
 -- Name: idempotency_keys; Type: TABLE; Schema: memctx; Owner: -
 --
 
@@ -825,6 +1014,82 @@ ALTER TABLE memctx.outbox ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 
 
 --
+-- Name: procedure_sources; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.procedure_sources (
+    procedure_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    message_id uuid NOT NULL,
+    conversation_id uuid NOT NULL,
+    step text NOT NULL,
+    said_at timestamp with time zone NOT NULL,
+    CONSTRAINT procedure_sources_step_check CHECK ((step = ANY (ARRAY['error'::text, 'fix'::text])))
+);
+
+
+--
+-- Name: profile_progress; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.profile_progress (
+    conversation_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    learned_seq bigint DEFAULT 0 NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: profile_sources; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.profile_sources (
+    item_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    message_id uuid NOT NULL,
+    conversation_id uuid NOT NULL,
+    said_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: profile_storage; Type: VIEW; Schema: memctx; Owner: -
+--
+
+CREATE VIEW memctx.profile_storage WITH (security_invoker='true') AS
+ SELECT u.user_id,
+    COALESCE(i.active, (0)::bigint) AS active_items,
+    COALESCE(i.replaced, (0)::bigint) AS replaced_items,
+    COALESCE(i.deleted, (0)::bigint) AS deleted_items,
+    COALESCE(s.sources, (0)::bigint) AS sources,
+    COALESCE(r.procedures, (0)::bigint) AS procedures,
+    ((COALESCE(i.bytes, (0)::bigint) + COALESCE(s.bytes, (0)::bigint)) + COALESCE(r.bytes, (0)::bigint)) AS bytes
+   FROM (((( SELECT profile_items.user_id
+           FROM memctx.profile_items
+        UNION
+         SELECT procedures.user_id
+           FROM memctx.procedures) u
+     LEFT JOIN ( SELECT x.user_id,
+            count(*) FILTER (WHERE (x.status = 'active'::text)) AS active,
+            count(*) FILTER (WHERE (x.status = 'replaced'::text)) AS replaced,
+            count(*) FILTER (WHERE (x.status = 'deleted'::text)) AS deleted,
+            sum(pg_column_size(x.*)) AS bytes
+           FROM memctx.profile_items x
+          GROUP BY x.user_id) i ON ((i.user_id = u.user_id)))
+     LEFT JOIN ( SELECT y.user_id,
+            count(*) AS sources,
+            sum(pg_column_size(y.*)) AS bytes
+           FROM memctx.profile_sources y
+          GROUP BY y.user_id) s ON ((s.user_id = u.user_id)))
+     LEFT JOIN ( SELECT z.user_id,
+            count(*) AS procedures,
+            sum(pg_column_size(z.*)) AS bytes
+           FROM memctx.procedures z
+          GROUP BY z.user_id) r ON ((r.user_id = u.user_id)));
+
+
+--
 -- Name: schema_migrations; Type: TABLE; Schema: memctx; Owner: -
 --
 
@@ -852,50 +1117,6 @@ CREATE TABLE memctx.search_cache (
     CONSTRAINT search_cache_fingerprint_check CHECK ((fingerprint ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT search_cache_results_check CHECK ((jsonb_typeof(results) = 'array'::text))
 );
-
-
---
--- Name: shadow_requests; Type: TABLE; Schema: memctx; Owner: -
---
-
-CREATE TABLE memctx.shadow_requests (
-    request_id bigint NOT NULL,
-    user_id uuid NOT NULL,
-    conversation_id uuid NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    client_tokens integer NOT NULL,
-    context_tokens integer NOT NULL,
-    history_messages integer NOT NULL,
-    history_kept integer NOT NULL,
-    context jsonb NOT NULL,
-    context_sha256 text NOT NULL,
-    CONSTRAINT shadow_requests_check CHECK (((history_kept >= 0) AND (history_kept <= history_messages))),
-    CONSTRAINT shadow_requests_client_tokens_check CHECK ((client_tokens >= 0)),
-    CONSTRAINT shadow_requests_context_check CHECK ((jsonb_typeof(context) = 'array'::text)),
-    CONSTRAINT shadow_requests_context_sha256_check CHECK ((context_sha256 ~ '^[0-9a-f]{64}$'::text)),
-    CONSTRAINT shadow_requests_context_tokens_check CHECK ((context_tokens >= 0)),
-    CONSTRAINT shadow_requests_history_messages_check CHECK ((history_messages >= 0))
-);
-
-
---
--- Name: shadow_comparison; Type: VIEW; Schema: memctx; Owner: -
---
-
-CREATE VIEW memctx.shadow_comparison WITH (security_invoker='true') AS
- SELECT user_id,
-    conversation_id,
-    date_trunc('day'::text, created_at) AS day,
-    count(*) AS requests,
-    sum(client_tokens) AS client_tokens,
-    sum(context_tokens) AS context_tokens,
-    sum((client_tokens - context_tokens)) AS tokens_saved,
-    round(((sum(context_tokens))::numeric / (NULLIF(sum(client_tokens), 0))::numeric), 4) AS context_share,
-    sum(history_messages) AS history_messages,
-    sum(history_kept) AS history_kept,
-    round(((sum(history_kept))::numeric / (NULLIF(sum(history_messages), 0))::numeric), 4) AS history_kept_share
-   FROM memctx.shadow_requests s
-  GROUP BY user_id, conversation_id, (date_trunc('day'::text, created_at));
 
 
 --
@@ -1074,6 +1295,14 @@ ALTER TABLE ONLY memctx.embedding_space
 
 
 --
+-- Name: feedback feedback_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.feedback
+    ADD CONSTRAINT feedback_pkey PRIMARY KEY (id, user_id);
+
+
+--
 -- Name: idempotency_keys idempotency_keys_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
 --
 
@@ -1138,6 +1367,54 @@ ALTER TABLE ONLY memctx.outbox
 
 
 --
+-- Name: procedure_sources procedure_sources_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.procedure_sources
+    ADD CONSTRAINT procedure_sources_pkey PRIMARY KEY (procedure_id, message_id, user_id);
+
+
+--
+-- Name: procedures procedures_error_key; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.procedures
+    ADD CONSTRAINT procedures_error_key UNIQUE (user_id, tool, error);
+
+
+--
+-- Name: procedures procedures_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.procedures
+    ADD CONSTRAINT procedures_pkey PRIMARY KEY (id, user_id);
+
+
+--
+-- Name: profile_items profile_items_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.profile_items
+    ADD CONSTRAINT profile_items_pkey PRIMARY KEY (id, user_id);
+
+
+--
+-- Name: profile_progress profile_progress_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.profile_progress
+    ADD CONSTRAINT profile_progress_pkey PRIMARY KEY (conversation_id, user_id);
+
+
+--
+-- Name: profile_sources profile_sources_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.profile_sources
+    ADD CONSTRAINT profile_sources_pkey PRIMARY KEY (item_id, message_id, user_id);
+
+
+--
 -- Name: schema_migrations schema_migrations_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
 --
 
@@ -1151,14 +1428,6 @@ ALTER TABLE ONLY memctx.schema_migrations
 
 ALTER TABLE ONLY memctx.search_cache
     ADD CONSTRAINT search_cache_pkey PRIMARY KEY (user_id, fingerprint);
-
-
---
--- Name: shadow_requests shadow_requests_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
---
-
-ALTER TABLE ONLY memctx.shadow_requests
-    ADD CONSTRAINT shadow_requests_pkey PRIMARY KEY (request_id, user_id);
 
 
 --
@@ -1267,6 +1536,20 @@ CREATE INDEX conversations_user_idx ON memctx.conversations USING btree (user_id
 
 
 --
+-- Name: feedback_created_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX feedback_created_idx ON memctx.feedback USING btree (user_id, created_at);
+
+
+--
+-- Name: feedback_target_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX feedback_target_idx ON memctx.feedback USING btree (user_id, target_kind, target_id);
+
+
+--
 -- Name: idempotency_keys_created_idx; Type: INDEX; Schema: memctx; Owner: -
 --
 
@@ -1344,17 +1627,38 @@ CREATE INDEX outbox_user_pending_idx ON memctx.outbox USING btree (user_id, id) 
 
 
 --
+-- Name: procedure_sources_message_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX procedure_sources_message_idx ON memctx.procedure_sources USING btree (message_id, user_id);
+
+
+--
+-- Name: profile_items_replaced_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX profile_items_replaced_idx ON memctx.profile_items USING btree (replaced_by, user_id) WHERE (replaced_by IS NOT NULL);
+
+
+--
+-- Name: profile_items_user_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX profile_items_user_idx ON memctx.profile_items USING btree (user_id, status, person);
+
+
+--
+-- Name: profile_sources_message_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX profile_sources_message_idx ON memctx.profile_sources USING btree (message_id, user_id);
+
+
+--
 -- Name: search_cache_fetched_idx; Type: INDEX; Schema: memctx; Owner: -
 --
 
 CREATE INDEX search_cache_fetched_idx ON memctx.search_cache USING btree (user_id, fetched_at);
-
-
---
--- Name: shadow_requests_conversation_idx; Type: INDEX; Schema: memctx; Owner: -
---
-
-CREATE INDEX shadow_requests_conversation_idx ON memctx.shadow_requests USING btree (conversation_id, created_at);
 
 
 --
@@ -1535,6 +1839,27 @@ CREATE TRIGGER messages_terms_update AFTER UPDATE OF content, text, created_at, 
 
 
 --
+-- Name: procedure_sources procedure_sources_gone; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER procedure_sources_gone AFTER DELETE ON memctx.procedure_sources FOR EACH ROW EXECUTE FUNCTION memctx.procedure_sources_gone();
+
+
+--
+-- Name: profile_items profile_item_gone; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER profile_item_gone AFTER DELETE ON memctx.profile_items FOR EACH ROW EXECUTE FUNCTION memctx.profile_item_gone();
+
+
+--
+-- Name: profile_sources profile_sources_gone; Type: TRIGGER; Schema: memctx; Owner: -
+--
+
+CREATE TRIGGER profile_sources_gone AFTER DELETE ON memctx.profile_sources FOR EACH ROW EXECUTE FUNCTION memctx.profile_sources_gone();
+
+
+--
 -- Name: context_requests context_requests_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
 --
 
@@ -1548,6 +1873,14 @@ ALTER TABLE ONLY memctx.context_requests
 
 ALTER TABLE ONLY memctx.conversation_summaries
     ADD CONSTRAINT conversation_summaries_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: feedback feedback_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.feedback
+    ADD CONSTRAINT feedback_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
 
 
 --
@@ -1591,19 +1924,43 @@ ALTER TABLE ONLY memctx.outbox
 
 
 --
--- Name: shadow_requests shadow_requests_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+-- Name: procedure_sources procedure_sources_message_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
 --
 
-ALTER TABLE ONLY memctx.shadow_requests
-    ADD CONSTRAINT shadow_requests_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE ONLY memctx.procedure_sources
+    ADD CONSTRAINT procedure_sources_message_fkey FOREIGN KEY (message_id, user_id) REFERENCES memctx.messages(id, user_id) ON DELETE CASCADE;
 
 
 --
--- Name: shadow_requests shadow_requests_request_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+-- Name: procedure_sources procedure_sources_procedure_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
 --
 
-ALTER TABLE ONLY memctx.shadow_requests
-    ADD CONSTRAINT shadow_requests_request_fkey FOREIGN KEY (request_id, user_id) REFERENCES memctx.context_requests(id, user_id) ON DELETE CASCADE;
+ALTER TABLE ONLY memctx.procedure_sources
+    ADD CONSTRAINT procedure_sources_procedure_fkey FOREIGN KEY (procedure_id, user_id) REFERENCES memctx.procedures(id, user_id) ON DELETE CASCADE;
+
+
+--
+-- Name: profile_progress profile_progress_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.profile_progress
+    ADD CONSTRAINT profile_progress_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: profile_sources profile_sources_item_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.profile_sources
+    ADD CONSTRAINT profile_sources_item_fkey FOREIGN KEY (item_id, user_id) REFERENCES memctx.profile_items(id, user_id) ON DELETE CASCADE;
+
+
+--
+-- Name: profile_sources profile_sources_message_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.profile_sources
+    ADD CONSTRAINT profile_sources_message_fkey FOREIGN KEY (message_id, user_id) REFERENCES memctx.messages(id, user_id) ON DELETE CASCADE;
 
 
 --
@@ -1716,6 +2073,19 @@ CREATE POLICY embedding_space_read ON memctx.embedding_space FOR SELECT TO anon,
 
 
 --
+-- Name: feedback; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.feedback ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: feedback feedback_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY feedback_owner ON memctx.feedback TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
+
+
+--
 -- Name: idempotency_keys; Type: ROW SECURITY; Schema: memctx; Owner: -
 --
 
@@ -1787,6 +2157,71 @@ CREATE POLICY outbox_owner ON memctx.outbox TO authenticated USING ((user_id = (
 
 
 --
+-- Name: procedure_sources; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.procedure_sources ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: procedure_sources procedure_sources_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY procedure_sources_owner ON memctx.procedure_sources TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
+
+
+--
+-- Name: procedures; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.procedures ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: procedures procedures_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY procedures_owner ON memctx.procedures TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
+
+
+--
+-- Name: profile_items; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.profile_items ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: profile_items profile_items_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY profile_items_owner ON memctx.profile_items TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
+
+
+--
+-- Name: profile_progress; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.profile_progress ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: profile_progress profile_progress_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY profile_progress_owner ON memctx.profile_progress TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
+
+
+--
+-- Name: profile_sources; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.profile_sources ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: profile_sources profile_sources_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY profile_sources_owner ON memctx.profile_sources TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
+
+
+--
 -- Name: search_cache; Type: ROW SECURITY; Schema: memctx; Owner: -
 --
 
@@ -1797,21 +2232,6 @@ ALTER TABLE memctx.search_cache ENABLE ROW LEVEL SECURITY;
 --
 
 CREATE POLICY search_cache_owner ON memctx.search_cache TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
-
-
---
--- Name: shadow_requests; Type: ROW SECURITY; Schema: memctx; Owner: -
---
-
-ALTER TABLE memctx.shadow_requests ENABLE ROW LEVEL SECURITY;
-
---
--- Name: shadow_requests shadow_requests_owner; Type: POLICY; Schema: memctx; Owner: -
---
-
-CREATE POLICY shadow_requests_owner ON memctx.shadow_requests TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
-   FROM memctx.conversations c
-  WHERE ((c.id = shadow_requests.conversation_id) AND (c.user_id = ( SELECT auth.uid() AS uid)))))));
 
 
 --
@@ -2107,13 +2527,6 @@ GRANT INSERT(speakers),UPDATE(speakers) ON TABLE memctx.conversations TO authent
 
 
 --
--- Name: COLUMN conversations.proxy_mode; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT UPDATE(proxy_mode) ON TABLE memctx.conversations TO authenticated;
-
-
---
 -- Name: TABLE messages; Type: ACL; Schema: memctx; Owner: -
 --
 
@@ -2373,6 +2786,38 @@ GRANT SELECT ON TABLE memctx.embedding_space TO service_role;
 
 
 --
+-- Name: TABLE feedback; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.feedback TO service_role;
+GRANT SELECT,INSERT,DELETE ON TABLE memctx.feedback TO authenticated;
+
+
+--
+-- Name: TABLE procedures; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.procedures TO service_role;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.procedures TO authenticated;
+
+
+--
+-- Name: TABLE profile_items; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.profile_items TO service_role;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.profile_items TO authenticated;
+
+
+--
+-- Name: TABLE feedback_log; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT ON TABLE memctx.feedback_log TO authenticated;
+GRANT SELECT ON TABLE memctx.feedback_log TO service_role;
+
+
+--
 -- Name: TABLE idempotency_keys; Type: ACL; Schema: memctx; Owner: -
 --
 
@@ -2498,27 +2943,43 @@ GRANT SELECT,USAGE ON SEQUENCE memctx.outbox_id_seq TO service_role;
 
 
 --
+-- Name: TABLE procedure_sources; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.procedure_sources TO service_role;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.procedure_sources TO authenticated;
+
+
+--
+-- Name: TABLE profile_progress; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.profile_progress TO service_role;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.profile_progress TO authenticated;
+
+
+--
+-- Name: TABLE profile_sources; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.profile_sources TO service_role;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.profile_sources TO authenticated;
+
+
+--
+-- Name: TABLE profile_storage; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT ON TABLE memctx.profile_storage TO authenticated;
+GRANT SELECT ON TABLE memctx.profile_storage TO service_role;
+
+
+--
 -- Name: TABLE search_cache; Type: ACL; Schema: memctx; Owner: -
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.search_cache TO authenticated;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.search_cache TO service_role;
-
-
---
--- Name: TABLE shadow_requests; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT SELECT,INSERT,DELETE ON TABLE memctx.shadow_requests TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.shadow_requests TO service_role;
-
-
---
--- Name: TABLE shadow_comparison; Type: ACL; Schema: memctx; Owner: -
---
-
-GRANT SELECT ON TABLE memctx.shadow_comparison TO authenticated;
-GRANT SELECT ON TABLE memctx.shadow_comparison TO service_role;
 
 
 --

@@ -30,6 +30,8 @@ DISTRIBUTED = {
     "memctx.conversations", "memctx.messages", "memctx.message_codes", "memctx.message_terms", "memctx.summaries",
     "memctx.summary_boards", "memctx.conversation_summaries", "memctx.working_memory_chunks", "memctx.outbox",
     "memctx.context_requests", "memctx.idempotency_keys", "memctx.search_cache", "memctx.shadow_requests",
+    "memctx.profile_items", "memctx.profile_sources", "memctx.profile_progress", "memctx.procedures",
+    "memctx.procedure_sources", "memctx.feedback",
 }
 
 # Copied whole to every node: small, and read before or beside any one user's rows.

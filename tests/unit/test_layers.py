@@ -1,5 +1,7 @@
 """The layers point one way: the doors (worker/, api/, mcp_tools/) depend on the core, never on
-each other, and the store, the lowest room of the write path, depends on neither assembly nor the App."""
+each other, and the store, the lowest room of the write path, depends on neither assembly nor the App.
+The learning layer (memctx/learn/) is a room of its own beside summarize/: fed by the write path
+(pipeline/), read by assembly, imported by no door."""
 
 from __future__ import annotations
 
@@ -71,6 +73,23 @@ def test_no_door_imports_another():
 
 def test_the_store_depends_on_neither_assembly_nor_the_app():
     assert _offenders("memctx/store", {"memctx.assemble", "memctx.app"}) == {}
+
+
+def test_no_door_imports_the_learning_layer():
+    for door in DOORS:
+        assert _offenders(door, {"memctx.learn"}) == {}, door
+
+
+def test_the_learning_layer_knows_neither_the_write_path_nor_assembly():
+    # its rules are pure and its reader reads: the pipeline writes what it learns, assembly reads it
+    assert _offenders("memctx/learn", {"memctx.pipeline", "memctx.assemble", "memctx.app", "memctx.store"}) == {}
+    assert _offenders("memctx/summarize", {"memctx.learn"}) == {}
+
+
+def test_learning_is_fed_by_the_write_path_and_read_by_retrieval_and_assembly():
+    assert "memctx.pipeline.learning" in _imported(ROOT / "memctx" / "pipeline" / "catchup.py")
+    for reader in (ROOT / "memctx" / "assemble" / "context.py", ROOT / "memctx" / "retrieve" / "search.py"):
+        assert any(n.startswith("memctx.learn.") for n in _imported(reader)), reader
 
 
 def test_authentication_lives_in_the_core():
