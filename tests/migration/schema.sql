@@ -572,7 +572,7 @@ CREATE TABLE memctx.context_requests (
     sources jsonb DEFAULT '{}'::jsonb NOT NULL,
     upstream_status smallint,
     CONSTRAINT context_requests_full_history_tokens_check CHECK ((full_history_tokens >= 0)),
-    CONSTRAINT context_requests_kind_check CHECK ((kind = ANY (ARRAY['context'::text, 'proxy'::text]))),
+    CONSTRAINT context_requests_kind_check CHECK ((kind = ANY (ARRAY['context'::text, 'proxy'::text, 'shadow'::text]))),
     CONSTRAINT context_requests_sources_check CHECK ((jsonb_typeof(sources) = 'object'::text)),
     CONSTRAINT context_requests_timings_ms_check CHECK ((jsonb_typeof(timings_ms) = 'object'::text)),
     CONSTRAINT context_requests_token_budget_check CHECK ((token_budget >= 0)),
@@ -610,7 +610,9 @@ CREATE TABLE memctx.conversations (
     last_message_at timestamp with time zone,
     closed_at timestamp with time zone,
     lexeme_count bigint DEFAULT 0 NOT NULL,
-    speakers text[] DEFAULT '{}'::text[] NOT NULL
+    speakers text[] DEFAULT '{}'::text[] NOT NULL,
+    proxy_mode text,
+    CONSTRAINT conversations_proxy_mode_check CHECK ((proxy_mode = ANY (ARRAY['live'::text, 'shadow'::text])))
 );
 
 
@@ -1120,6 +1122,50 @@ CREATE TABLE memctx.search_cache (
 
 
 --
+-- Name: shadow_requests; Type: TABLE; Schema: memctx; Owner: -
+--
+
+CREATE TABLE memctx.shadow_requests (
+    request_id bigint NOT NULL,
+    user_id uuid NOT NULL,
+    conversation_id uuid NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    client_tokens integer NOT NULL,
+    context_tokens integer NOT NULL,
+    history_messages integer NOT NULL,
+    history_kept integer NOT NULL,
+    context jsonb NOT NULL,
+    context_sha256 text NOT NULL,
+    CONSTRAINT shadow_requests_check CHECK (((history_kept >= 0) AND (history_kept <= history_messages))),
+    CONSTRAINT shadow_requests_client_tokens_check CHECK ((client_tokens >= 0)),
+    CONSTRAINT shadow_requests_context_check CHECK ((jsonb_typeof(context) = 'array'::text)),
+    CONSTRAINT shadow_requests_context_sha256_check CHECK ((context_sha256 ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT shadow_requests_context_tokens_check CHECK ((context_tokens >= 0)),
+    CONSTRAINT shadow_requests_history_messages_check CHECK ((history_messages >= 0))
+);
+
+
+--
+-- Name: shadow_comparison; Type: VIEW; Schema: memctx; Owner: -
+--
+
+CREATE VIEW memctx.shadow_comparison WITH (security_invoker='true') AS
+ SELECT user_id,
+    conversation_id,
+    date_trunc('day'::text, created_at) AS day,
+    count(*) AS requests,
+    sum(client_tokens) AS client_tokens,
+    sum(context_tokens) AS context_tokens,
+    sum((client_tokens - context_tokens)) AS tokens_saved,
+    round(((sum(context_tokens))::numeric / (NULLIF(sum(client_tokens), 0))::numeric), 4) AS context_share,
+    sum(history_messages) AS history_messages,
+    sum(history_kept) AS history_kept,
+    round(((sum(history_kept))::numeric / (NULLIF(sum(history_messages), 0))::numeric), 4) AS history_kept_share
+   FROM memctx.shadow_requests s
+  GROUP BY user_id, conversation_id, (date_trunc('day'::text, created_at));
+
+
+--
 -- Name: token_savings; Type: VIEW; Schema: memctx; Owner: -
 --
 
@@ -1431,6 +1477,14 @@ ALTER TABLE ONLY memctx.search_cache
 
 
 --
+-- Name: shadow_requests shadow_requests_pkey; Type: CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.shadow_requests
+    ADD CONSTRAINT shadow_requests_pkey PRIMARY KEY (request_id, user_id);
+
+
+--
 -- Name: summaries summaries_id_conversation_key; Type: CONSTRAINT; Schema: memctx; Owner: -
 --
 
@@ -1659,6 +1713,13 @@ CREATE INDEX profile_sources_message_idx ON memctx.profile_sources USING btree (
 --
 
 CREATE INDEX search_cache_fetched_idx ON memctx.search_cache USING btree (user_id, fetched_at);
+
+
+--
+-- Name: shadow_requests_conversation_idx; Type: INDEX; Schema: memctx; Owner: -
+--
+
+CREATE INDEX shadow_requests_conversation_idx ON memctx.shadow_requests USING btree (conversation_id, created_at);
 
 
 --
@@ -1964,6 +2025,22 @@ ALTER TABLE ONLY memctx.profile_sources
 
 
 --
+-- Name: shadow_requests shadow_requests_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.shadow_requests
+    ADD CONSTRAINT shadow_requests_conversation_fkey FOREIGN KEY (conversation_id, user_id) REFERENCES memctx.conversations(id, user_id) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: shadow_requests shadow_requests_request_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
+--
+
+ALTER TABLE ONLY memctx.shadow_requests
+    ADD CONSTRAINT shadow_requests_request_fkey FOREIGN KEY (request_id, user_id) REFERENCES memctx.context_requests(id, user_id) ON DELETE CASCADE;
+
+
+--
 -- Name: summaries summaries_conversation_fkey; Type: FK CONSTRAINT; Schema: memctx; Owner: -
 --
 
@@ -2232,6 +2309,21 @@ ALTER TABLE memctx.search_cache ENABLE ROW LEVEL SECURITY;
 --
 
 CREATE POLICY search_cache_owner ON memctx.search_cache TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
+
+
+--
+-- Name: shadow_requests; Type: ROW SECURITY; Schema: memctx; Owner: -
+--
+
+ALTER TABLE memctx.shadow_requests ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: shadow_requests shadow_requests_owner; Type: POLICY; Schema: memctx; Owner: -
+--
+
+CREATE POLICY shadow_requests_owner ON memctx.shadow_requests TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
+   FROM memctx.conversations c
+  WHERE ((c.id = shadow_requests.conversation_id) AND (c.user_id = ( SELECT auth.uid() AS uid)))))));
 
 
 --
@@ -2524,6 +2616,13 @@ GRANT INSERT(lexeme_count),UPDATE(lexeme_count) ON TABLE memctx.conversations TO
 --
 
 GRANT INSERT(speakers),UPDATE(speakers) ON TABLE memctx.conversations TO authenticated;
+
+
+--
+-- Name: COLUMN conversations.proxy_mode; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT UPDATE(proxy_mode) ON TABLE memctx.conversations TO authenticated;
 
 
 --
@@ -2980,6 +3079,22 @@ GRANT SELECT ON TABLE memctx.profile_storage TO service_role;
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.search_cache TO authenticated;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.search_cache TO service_role;
+
+
+--
+-- Name: TABLE shadow_requests; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE ON TABLE memctx.shadow_requests TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memctx.shadow_requests TO service_role;
+
+
+--
+-- Name: TABLE shadow_comparison; Type: ACL; Schema: memctx; Owner: -
+--
+
+GRANT SELECT ON TABLE memctx.shadow_comparison TO authenticated;
+GRANT SELECT ON TABLE memctx.shadow_comparison TO service_role;
 
 
 --

@@ -134,9 +134,11 @@ def test_similar_and_says():
 
 
 def test_tool_errors_and_the_later_call_that_worked_are_an_episode():
-    call = lambda args, i: {"type": "tool_call", "name": "search_flights", "arguments": args, "id": f"c{i}"}
-    result = lambda content, i, error=False: {"type": "tool_result", "content": content, "tool_call_id": f"c{i}",
-                                             **({"is_error": True} if error else {})}
+    def call(args, i):
+        return {"type": "tool_call", "name": "search_flights", "arguments": args, "id": f"c{i}"}
+
+    def result(content, i, error=False):
+        return {"type": "tool_result", "content": content, "tool_call_id": f"c{i}", **({"is_error": True} if error else {})}
     messages = [
         said("[tool call]", 1, "assistant", blocks=[call({"date": "03/05/2024"}, 1)]),
         said("error", 2, "tool", blocks=[result("Invalid date '03/05/2024': use YYYY-MM-DD", 1, True)]),
