@@ -84,8 +84,7 @@ def in_process_worker_settings(settings: Settings) -> Settings:
     """The settings of the worker that runs in the server's process: its embedder on one thread,
     unless MEMCTX_EMBED_THREADS says otherwise. It embeds a few messages at a time beside the
     requests, on the same cores, and a second onnxruntime thread (spinning between runs) cost each
-    chat turn more CPU than it saved (bench/turns.py, 64 conversations at 4 and 8 turns/s, A B B A:
-    the server's CPU per turn 95-118 ms with two threads, 65-73 ms with one)."""
+    chat turn more CPU than it saved (docs/BENCHMARKS.md, "Chat turns per second")."""
     if "embed_threads" in settings.model_fields_set:
         return settings
     return settings.model_copy(update={"embed_threads": 1})

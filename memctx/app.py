@@ -134,9 +134,9 @@ def freeze_startup_objects() -> bool:
 
     A process that opens an App has imported its libraries: ~130,000 objects the collector
     tracks (functions, types, pydantic fields), which live as long as the process. Each full
-    collection walked them all: 40-70 ms on this machine's cores, once every ~90 context calls
-    of a user-wide search, in the middle of one (docs/BENCHMARKS.md). Frozen, a full collection
-    walks only what came after (3-12 ms). Objects frozen are still freed when their last reference
+    collection walked them all, in the middle of a request, and made the slowest calls
+    (docs/BENCHMARKS.md, "Scale"). Frozen, a full collection walks only what came after. Objects
+    frozen are still freed when their last reference
     goes; only a reference cycle among them would outlive its use, and the collection first
     clears those that exist."""
     global _frozen

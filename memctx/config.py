@@ -186,8 +186,8 @@ class Settings(BaseSettings):
     outbox_keep_hours: float = Field(default=24.0, ge=0, description="processed outbox rows are purged after this")
 
     # Retrieval and context assembly ----------------------------------------------------------
-    # Defaults tuned on the LoCoMo dev split (docs/RETRIEVAL.md, docs/BENCHMARKS.md); seed 004's
-    # values were weights 0.5 / 0.3 / 0.2, k 60, threshold 0.7.
+    # Defaults tuned on the LoCoMo dev split and checked on LongMemEval's (docs/RETRIEVAL.md says
+    # why each is what it is).
     search_limit: int = Field(default=10, ge=1, description="memories returned by memory search")
     search_threshold: float = Field(default=0.15, ge=-1, le=1,
                                     description="minimum cosine similarity of a dense-only hit, calibrated for "

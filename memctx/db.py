@@ -114,8 +114,8 @@ def server_conf(shared_buffers: str) -> str:
 def shared_buffers_auto() -> int:
     """A quarter of the memory the server may use, the PostgreSQL documentation's starting point
     for a database server: the machine's, or its cgroup's limit when lower (a container); never
-    below initdb's 128 MB. On 1M messages (6 GB) user-wide searches' p95 fell from 41-48 to
-    33-38 ms against 128 MB (docs/BENCHMARKS.md)."""
+    below initdb's 128 MB, which leaves a large database's searches copying buffers in from the
+    OS cache on every call (docs/BENCHMARKS.md, "Scale")."""
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     for path in CGROUP_MEMORY_LIMITS:
         try:

@@ -65,7 +65,7 @@ def int8_query_model(source: Path, cache: Path) -> Path:
     machine and onnxruntime version, and kept in `cache`.
 
     The shipped model stores int8 weights that onnxruntime dequantizes to float32 when it loads,
-    so every product runs in float32 (5.5 of ~7.5 ms for a 13-word-piece query). Here the
+    so every product runs in float32, most of a query's time. Here the
     folded float graph is requantized with onnxruntime's dynamic quantization: weights int8 per
     output channel, activations quantized per call; building takes a few seconds (with `onnx`).
     On LoCoMo's questions a query embeds 2.2x faster and its vector has a cosine of 0.995
@@ -102,7 +102,7 @@ def _contents_key(source: Path, edge: int = 1 << 20) -> str:
     """What tells one model file from another: its size and a digest of its first and last
     `edge` bytes. Not its path or time: every fresh virtualenv installs the same model at a new
     path, and a key with them built a 23 MB copy per virtualenv into the shared cache. Two MB
-    read in ~2 ms, where a digest of the whole 23 took ~29 ms of a process's first query."""
+    read fast, where a digest of the whole file slowed a process's first query."""
     size = source.stat().st_size
     digest = hashlib.sha256(str(size).encode())
     with source.open("rb") as f:

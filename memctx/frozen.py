@@ -2,7 +2,8 @@
 
 Owns: `frozen_new`. A frozen dataclass's generated __init__ sets each field through
 object.__setattr__; for the ~150 fragments a search builds and the ~40 sources a memory fill
-builds, that was ~1.8-2.0 µs an instance against ~0.3-0.45 µs here. The instance is the same
+builds, that is several times the cost of building it here (docs/BENCHMARKS.md, "Latency").
+The instance is the same
 (equal, same hash and repr, still frozen). Only for plain value classes: no __post_init__, no
 slots, no validation; a field with a default_factory must be given.
 """

@@ -1,6 +1,6 @@
 """get_working_context: the best context per token for the user's next message.
 
-Owns: assembling a `WorkingContext` in the seeds' priority order — system prompt, external
+Owns: assembling a `WorkingContext` in priority order — system prompt, external
 search results (when an engine is configured: memctx.web), the user's profile (what they said
 about themselves before, memctx.learn: first after the system prompt), memory search results (most relevant nearest the
 query), the current context (summaries, board, recent raw turns), the user's query last —
@@ -733,7 +733,7 @@ def _ms(since: float) -> float:
 
 
 def extractive_compressor(counter: TokenCounter, cache_size: int = 1_024) -> Compressor:
-    """Seed 003's compression of older turns, with the extractive summarizer. The summary is a
+    """The compression of older turns, with the extractive summarizer. The summary is a
     function of the turns alone (ids, roles, speakers, texts, seqs, times and their zones: all of
     them are its cache key, so an edited turn is summarized anew) and of the length; the same older half
     recurs on every call until the conversation moves on, so it is kept (`cache_size` entries)."""

@@ -2,7 +2,7 @@
 raw turns — fitted to its share of the budget.
 
 Owns: reading the `current_context` rows into items, compressing the older half of the raw
-turns when the section passes 80 % of its share (seed 003), and dropping the lowest-priority
+turns when the section passes 80 % of its share, and dropping the lowest-priority
 items until it fits. It reports every cut.
 """
 

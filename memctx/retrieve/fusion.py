@@ -17,7 +17,7 @@ from memctx.retrieve.signals import SIGNALS
 class FusionWeights:
     """Per-list weights (one per retrieval signal) and the RRF constant k."""
 
-    by_signal: Mapping[str, float] = field(default_factory=lambda: {s.name: s.seed_weight for s in SIGNALS})
+    by_signal: Mapping[str, float] = field(default_factory=lambda: {s.name: s.untuned_weight for s in SIGNALS})
     k: float = 60.0
 
     @classmethod
@@ -26,7 +26,7 @@ class FusionWeights:
         unknown = set(weights) - {s.name for s in SIGNALS}
         if unknown:
             raise ValueError(f"unknown retrieval signal(s): {', '.join(sorted(unknown))}")
-        return cls({s.name: float(weights.get(s.name, s.seed_weight)) for s in SIGNALS}, k)
+        return cls({s.name: float(weights.get(s.name, s.untuned_weight)) for s in SIGNALS}, k)
 
     def __post_init__(self) -> None:
         if min(self.by_signal.values(), default=0) < 0:

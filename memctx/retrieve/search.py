@@ -195,8 +195,8 @@ class MemorySearch:
                 params.update(chosen.params)
             plan, hnsw, split = chosen.plan, chosen.hnsw, chosen.split
             # Past the exact scan, the full-text list runs beside the rest, on a second connection
-            # when the pool has one free (else after it on this one): a heavy user's lists took
-            # ~8 and ~19 ms of a ~45 ms statement, one after the other (docs/RETRIEVAL.md).
+            # when the pool has one free (else after it on this one): for a heavy user the two lists
+            # are most of the statement, and run one after the other otherwise (docs/RETRIEVAL.md).
             if split and lexical is None:
                 lexical = _BESIDE.submit(self._beside, _lexical_part, name, plan, hnsw, dict(params), vector,
                                          summaries_claim)
@@ -292,8 +292,8 @@ def _part(conn: Connection, name: str, plan: str, hnsw: str | None, params: Mapp
 
 # The plan of a split search's full-text statements: their generic plan, whatever the scope. The
 # matches come from message_terms' GIN index and the rows by key whatever the values, so a plan
-# made for them finds the same; planning it took 1.5-3.5 ms of the full-text part's 8-25 ms on the
-# 1M table (docs/BENCHMARKS.md, "Scale"). The dense part keeps the plan of `Plan.generic`: its
+# made for them finds the same, and planning it each time is a sizeable share of the part
+# (docs/BENCHMARKS.md, "Scale"). The dense part keeps the plan of `Plan.generic`: its
 # pool's plan depends on the values (the index plan's generic plan scanned the heavy user's rows).
 LEXICAL_PLAN = {"plan_cache_mode": "force_generic_plan"}
 
@@ -311,8 +311,8 @@ def _statement(conn: Connection, hnsw: str | None, query: str, params: Mapping[s
 def _one_round_trip(conn: Connection) -> Iterator[None]:
     """The statements of the block as one transaction in one round trip: queued in a pipeline
     (psycopg begins the transaction before the first), then COMMIT queued as one more statement.
-    psycopg's `transaction()` waits for the server at its start and its end too: 425 against
-    181 µs for a trivial statement (docs/BENCHMARKS.md, "Scale"). A statement that fails aborts
+    psycopg's `transaction()` waits for the server at its start and its end too, two round trips
+    more for every statement. A statement that fails aborts
     the rest, COMMIT included, and raises at the block's end; the pool's connection then rolls
     the transaction back when it is returned."""
     with conn.pipeline():
@@ -378,8 +378,7 @@ def merge_parts(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> li
 def _summaries(conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The summary rows of a user-wide search (`search_user_summaries`), in one round trip, on
     its generic plan: it reads a user's summaries through their index and scores each whatever the
-    values, and planning it for them took more than running it (0.5-0.8 ms of a 0.5-4 ms
-    statement, alternating on the 1M table and on LongMemEval's users, the same rows)."""
+    values, and planning it for them took about as long as running it, for the same rows."""
     return _statement(conn, None, SUMMARY_QUERY, {**params, "plan_cache_mode": "force_generic_plan"})
 
 
@@ -395,8 +394,8 @@ class CommonTerms:
     """The common terms of each scope's full-text list (`search_lexical_bounded`: a term matching
     more than k_match turns), as its lists found them: the list alone (`search_lexical_list`) does
     not read them again. Reading a common term's k_match + 1 matches only to learn that it is
-    common took ~39 % of the heavy user's matches (2,000 of 5,200 a question, bench/scale.py's);
-    its list fell 13.7 -> 10.7 ms median. A scope's matches only grow as it grows, so a common
+    common was a large share of the heavy user's matches (bench/scale.py's questions). A scope's
+    matches only grow as it grows, so a common
     term stays common: a scope that shrank (deletions) forgets its terms, and one whose k_match
     differs does not use them; an edit that takes a common term out of turns goes unnoticed while
     the scope stays cached. A time range's lists neither use nor teach them. The lists are those
@@ -477,8 +476,8 @@ class Plan:
     @property
     def lexical_first(self) -> bool:
         """The full text is the longer part, so its list starts before the query is embedded:
-        a user's own HNSW index makes the dense list fast (~8 ms for the heavy user), while the
-        full text over their 100,000 turns is not (~18 / 29 ms p50 / p90 on the 1M table)."""
+        a user's own HNSW index makes the dense list fast, while the full text over a heavy
+        user's many turns is not."""
         return self.split and self.plan == "index"
 
     @property
@@ -514,23 +513,21 @@ def runs_generic(plan: str, own: bool = False, ranged: bool = False) -> bool:
     connection).
 
     The bounded plan's do, whatever the scope's size: they read the scope through its index and
-    score every turn of it, so a plan made for the values finds the same plan, and making it took
-    ~2.3 of 6.2 ms of a conversation's search on LoCoMo and ~2.8 of 10 ms of a user's
-    (docs/BENCHMARKS.md). Past the exact scan the dense part of users of 2,000-4,600 messages took
-    1.1 ms less on its generic plan (7.75 -> 6.47 ms median), the 5,000-turn conversation's
-    0.4 ms less, for the same rows. A generic plan assumes the average scope, for one
+    score every turn of it, so a plan made for the values finds the same plan, and making it was
+    a third of a search's time (docs/BENCHMARKS.md, "Latency"). Past the exact scan the dense
+    part of users of a few thousand messages and of a long conversation is faster on its generic
+    plan too, for the same rows. A generic plan assumes the average scope, for one
     conversation a few dozen turns; it finds the full-text matches through message_terms' GIN
     index all the same, the only index of that table on the scope (migration 0026). Before, it
-    could read the matches of a long conversation by testing each of its messages' tsvectors
-    (0.66 ms a term at 419 turns). The index plan through a user's own index (`own`) runs
-    generic too, its statement written for that user (`_for_user`): the heavy user's dense part
-    took 12.67 -> 11.80 ms median, the same rows. Through the table's index it is planned for
-    its values, as its pool comes from them (a generic plan with the user as a parameter cannot
-    take a partial index, and scanned the heavy user's rows: 108 against 17 ms), and so is the
+    could read the matches of a long conversation by testing each of its messages' tsvectors.
+    The index plan through a user's own index (`own`) runs generic too, its statement written for
+    that user (`_for_user`), for the same rows. Through the table's index it is planned for its
+    values, as its pool comes from them (a generic plan with the user as a parameter cannot take
+    a partial index, and scanned all of the heavy user's rows), and so is the
     exact plan, whose generic plan was no faster and slower in its tail. The quantized plan runs
     generic without a time range (`ranged`): its statement then tests none (`_text`), and its
-    dense part took 0.6-1.4 ms less than planned for its values (users of 5,900-16,000
-    messages, the same rows); with one, each time-range test would cost it a filter per code.
+    dense part is faster than planned for its values, for the same rows; with one, each
+    time-range test would cost it a filter per code.
     (A split search's full-text part runs generic whatever its plan: `LEXICAL_PLAN`.)
     """
     return plan == "bounded" or (plan == "index" and own) or (plan == "quantized" and not ranged)

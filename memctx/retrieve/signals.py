@@ -18,7 +18,7 @@ from typing import Any, Mapping
 class Signal:
     name: str  # the candidate list's name: its weight and its entry in provenance's matched_by
     cte: str  # the search queries' CTE of the list's candidates: (id, conversation_id, seq, 1-based rank)
-    seed_weight: float  # seed 004's weight; Settings holds the tuned one
+    untuned_weight: float  # the list's weight where none is given (a plain RRF's); Settings holds the tuned one
     # A relevance list (what the query is about, not when): search_user ranks summaries on it too
     # (summary_ranked.<rank_column>), and a partner turn ranked on it is worth pairing.
     relevance: bool = False

@@ -7,8 +7,8 @@
 --   matching turns through migration 0014's index where it exists and no time range is given
 --   (the same ranking, `search_lexical_bounded`), else over every turn. Ordering by an
 --   expression (the smoothed score) that the HNSW index cannot serve, the planner never trades
---   the exact top-k for an index scan that returns at most ef_search rows before the filter (the
---   prepared-statement pitfall of PERFORMANCE-NOTES.md).
+--   the exact top-k for an index scan that returns at most ef_search rows before the filter (a
+--   plan prepared before ANALYZE would otherwise keep that scan).
 -- * past it: dense candidates from an iterative HNSW scan under the scope's filter, rescored
 --   exactly with their neighbours, with the exact scan as a fallback when the index comes back
 --   short (`search_dense_index`); BM25 over the GIN-selected matches only

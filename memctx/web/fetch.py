@@ -41,7 +41,7 @@ class Page:
 
 @functools.cache
 def tls_context() -> ssl.SSLContext:
-    """One verifying TLS context for every client (building one loads the CA store: ~100 ms)."""
+    """One verifying TLS context for every client (building one loads the whole CA store)."""
     return ssl.create_default_context()
 
 

@@ -33,7 +33,7 @@ class SmallLLM:
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  timeout_s: float = 2.0) -> None:
-        import openai  # imported when a small LLM is configured: it costs every process ~1 s of CPU
+        import openai  # imported only when a small LLM is configured: importing it is slow
 
         self.model = model
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout_s, max_retries=0)

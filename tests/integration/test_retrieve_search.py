@@ -213,8 +213,8 @@ def test_user_wide_summaries_are_the_same_beside_the_turns_statement_or_after_it
     assert any(m["kind"] == "summary" for m in found["one"][0])
 
 
-# The PERFORMANCE-NOTES pitfall: a filtered query prepared before ANALYZE must not keep a plan
-# that scans HNSW and returns at most ef_search candidates.
+# A filtered query prepared before ANALYZE must not keep a plan that scans HNSW and returns at
+# most ef_search candidates (fewer than the filter leaves).
 def _bulk(app, user, conversations: int, per: int, rng) -> list[uuid.UUID]:
     ids = []
     for c in range(conversations):

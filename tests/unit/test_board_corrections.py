@@ -1,4 +1,4 @@
-"""Corrections win (seed 003): a correction supersedes what it corrects on the board, in every
+"""Corrections win: a correction supersedes what it corrects on the board, in every
 section, whether it comes in a later update or in the same one; the rest stays."""
 
 from __future__ import annotations
