@@ -241,8 +241,10 @@ class Settings(BaseSettings):
     profile_share: float = Field(default=0.15, ge=0, le=1,
                                  description="budget share the profile's section may take at most")
     profile_items: int = Field(default=30, ge=0, description="profile items read per context, best first")
-    profile_min_similarity: float = Field(default=0.2, ge=-1, le=1,
-                                          description="cosine floor of a profile item matching a query")
+    profile_min_similarity: float = Field(default=0.15, ge=-1, le=1,
+                                          description="cosine floor of a profile item matching a query (the "
+                                                      "memory search's: MiniLM's cosines are low, and a user's "
+                                                      "profile is a few short items)")
     profile_key_items: int = Field(default=10, ge=0,
                                    description="best matching profile items whose source turns are retrieval keys")
     profile_key_weight: float = Field(default=0.0, ge=0,

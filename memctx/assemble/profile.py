@@ -49,6 +49,13 @@ def fit_profile(view: ProfileView, shown: set[int], budget: int, counter: TokenC
         if used + cost <= budget:
             kept.append(line)
             used += cost
+            continue
+        # The sum of the parts' counts can pass the whole's by a token or two: the whole decides,
+        # so that a section fitted again into the tokens it took keeps every line it had.
+        exact = message_tokens(counter, ROLE, _text([*kept, line]))
+        if exact <= budget:
+            kept.append(line)
+            used = exact
         else:
             left.append(line)
     while kept and message_tokens(counter, ROLE, _text(kept)) > budget:

@@ -21,11 +21,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from memctx.app import open_app
 from memctx.cli.common import BAD_INPUT, USER_HELP, fail, parse_uuid, user_id
 from memctx.config import Settings
 from memctx.models import InvalidInput
-from memctx.pipeline import profile
 
 profile_app = typer.Typer(help="What memctx learned about a user: list, correct, delete, add, rate.",
                           rich_markup_mode="markdown", invoke_without_command=True)
@@ -35,7 +33,17 @@ def register(app: typer.Typer) -> None:
     app.add_typer(profile_app, name="profile")
 
 
+def _pipeline():
+    """memctx.pipeline.profile, imported by the commands that use it: the command line loads the
+    library's heavy modules only where a command needs them (`memctx keys create` needs none)."""
+    from memctx.pipeline import profile
+
+    return profile
+
+
 def _run(call: Callable[[Any], Any]) -> Any:
+    from memctx.app import open_app
+
     with open_app(Settings()) as memctx_app:
         try:
             return call(memctx_app)
@@ -60,7 +68,7 @@ def list_items(user: Optional[str] = typer.Option(None, help=USER_HELP),
                as_json: bool = typer.Option(False, "--json", help="one JSON object per item")) -> None:
     """The items, each with its kind, value, confidence, sightings and sources."""
     owner = user_id(user)
-    items = _run(lambda a: profile.list_profile(a, owner, status=None if status == "all" else status))
+    items = _run(lambda a: _pipeline().list_profile(a, owner, status=None if status == "all" else status))
     if as_json:
         for item in items:
             print(json.dumps(item.as_json()))
@@ -79,7 +87,7 @@ def edit(item: str = typer.Argument(..., help="the item's UUID"), value: str = t
          user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
     """Correct an item: the words given are kept, also when its messages are learned from again."""
     owner, item_id = user_id(user), parse_uuid(item, "item")
-    print(json.dumps(_run(lambda a: profile.edit_item(a, owner, item_id, value)).as_json()))
+    print(json.dumps(_run(lambda a: _pipeline().edit_item(a, owner, item_id, value)).as_json()))
 
 
 @profile_app.command("delete")
@@ -87,7 +95,7 @@ def delete(item: str = typer.Argument(..., help="the item's UUID"),
            user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
     """Delete an item: out of every context, never learned again."""
     owner, item_id = user_id(user), parse_uuid(item, "item")
-    print(json.dumps(_run(lambda a: profile.delete_item(a, owner, item_id)).as_json()))
+    print(json.dumps(_run(lambda a: _pipeline().delete_item(a, owner, item_id)).as_json()))
 
 
 @profile_app.command("add")
@@ -96,7 +104,7 @@ def add(value: str = typer.Argument(...), kind: str = typer.Option("fact", help=
         user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
     """Add an item in the user's words (an instruction is in every context from then on)."""
     owner = user_id(user)
-    print(json.dumps(_run(lambda a: profile.add_item(a, owner, value, kind=kind, person=person)).as_json()))
+    print(json.dumps(_run(lambda a: _pipeline().add_item(a, owner, value, kind=kind, person=person)).as_json()))
 
 
 @profile_app.command("rate")
@@ -107,7 +115,7 @@ def rate(kind: str = typer.Argument(..., help="profile_item, message, summary or
          user: Optional[str] = typer.Option(None, help=USER_HELP)) -> None:
     """Rate what a context brought; every rating is kept with who gave it and when."""
     owner, item_id = user_id(user), parse_uuid(item, "id")
-    stored = _run(lambda a: profile.rate(a, owner, kind, item_id, rating, via="cli", rated_by="cli", note=note))
+    stored = _run(lambda a: _pipeline().rate(a, owner, kind, item_id, rating, via="cli", rated_by="cli", note=note))
     print(json.dumps(stored.as_json()))
 
 
@@ -116,7 +124,7 @@ def ratings(user: Optional[str] = typer.Option(None, help=USER_HELP),
             limit: int = typer.Option(100, min=1, max=10_000)) -> None:
     """Every rating of the user, newest first, as JSON lines."""
     owner = user_id(user)
-    for stored in _run(lambda a: profile.ratings(a, owner, limit=limit)):
+    for stored in _run(lambda a: _pipeline().ratings(a, owner, limit=limit)):
         print(json.dumps(stored.as_json()))
 
 
@@ -125,5 +133,5 @@ def procedures(user: Optional[str] = typer.Option(None, help=USER_HELP),
                limit: int = typer.Option(100, min=1, max=10_000)) -> None:
     """What worked after tool errors, as JSON lines: tool, error, fix, seen, resolved, sources."""
     owner = user_id(user)
-    for p in _run(lambda a: profile.procedures(a, owner, limit=limit)):
+    for p in _run(lambda a: _pipeline().procedures(a, owner, limit=limit)):
         print(json.dumps(p.as_json()))

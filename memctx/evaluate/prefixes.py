@@ -15,7 +15,7 @@ alone. `plot_prefixes` draws tokens used against history.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 from uuid import UUID
@@ -84,6 +84,10 @@ def run_prefixes(app: Any, path: Path, budgets: Sequence[int], prefixes: Sequenc
                  progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Score get_working_context on conversation prefixes: {prefix: {budget: summary}}."""
     assembler = assembler or assembler_for(app)
+    # Each prefix is a conversation of its own, and what it is measured against is its own history:
+    # asked in conversation scope (in user scope the longer prefixes, copies of the same turns,
+    # would bring the turns said after it), at the moment its last turn was said.
+    options = replace(assembler.options, scope="conversation")
     convs = prepare_prefixes(app, path, user, prefixes)
     questions = load_questions(path)[:limit] if limit else load_questions(path)
     system = {"role": "system", "content": assembler.options.system_prompt}
@@ -96,10 +100,11 @@ def run_prefixes(app: Any, path: Path, budgets: Sequence[int], prefixes: Sequenc
         turns = sum(message_tokens(app.counter, t["role"], t["content"]) for t in (chat_turn(m.role, m.text)
                                                                                   for m in history))
         asked = [q for q in questions if q.sample_id == sample and q.evidence and set(q.evidence) <= ids]
+        moment = history[-1].created_at if history else None
         for q in asked:
             full = turns + messages_tokens(app.counter, [system, {"role": "user", "content": q.question}])
             for budget in budgets:
-                wc = assembler.get_working_context(user, cid, q.question, budget)
+                wc = assembler.get_working_context(user, cid, q.question, budget, options=options, now=moment)
                 _add(tallies[(n, budget)], q, wc.messages, wc.tokens, full, texts)
                 tallies[(n, budget)].retention.add(gold, wc.text, wc.tokens)
         if progress:

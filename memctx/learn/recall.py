@@ -51,7 +51,7 @@ class ProfileOptions:
     enabled: bool = True
     share: float = 0.15  # of the tokens after system prompt and query, at most, for the profile's lines
     limit: int = 30  # items read per context (instructions first, then by fused rank)
-    min_similarity: float = 0.2  # cosine under which an item is not on the dense list
+    min_similarity: float = 0.15  # cosine under which an item is not on the dense list
     rrf_k: float = 20.0
     topic_weight: float = 0.5  # of the topic list in the items' fusion
     key_items: int = 10  # best content-matched items whose source turns are retrieval keys
@@ -282,14 +282,14 @@ class Line:
 
 def profile_lines(view: ProfileView, shown: set[int], opts: ProfileOptions) -> list[Line]:
     """The section's lines, best first: the procedures for the errors the recent turns show, the
-    standing instructions, then the items that bear on the query, each item whose source turns
-    `shown` (ids as ints) does not already hold, useful ones first among equals."""
+    standing instructions, then the items that bear on the query, each item none of whose source
+    turns `shown` (ids as ints) already holds, useful ones first among equals."""
     lines = [Line(procedure_line(p), procedure=p) for p in matching(view.procedures, view.errors)]
     hits = sorted(view.hits, key=lambda h: (h.item.kind != "instruction",
                                             -h.score * (1 + opts.useful_boost * min(h.item.useful, opts.useful_cap))))
     for hit in hits:
-        if hit.fragments and all(f.id.int in shown for f in hit.fragments):
-            continue  # its turns are in the context: they say it
+        if any(f.id.int in shown for f in hit.fragments):
+            continue  # a turn that says it is in the context (the same words said in two conversations: either)
         lines.append(Line(item_line(hit), item=hit.item))
     return lines
 

@@ -94,7 +94,7 @@ def test_context_is_the_working_context_as_the_cli_prints_it(alice, app):
     assert r.status_code == 200
     body = r.json()
     assert set(body) == {"mode", "budget", "tokens", "messages", "sections", "sources", "dropped", "compressed",
-                         "timings_ms"}
+                         "timings_ms", "today"}
     assert body["budget"] == 400 and 0 < body["tokens"] <= 400
     assert body["messages"][0]["role"] == "system" and body["messages"][-1] == {
         "role": "user", "content": "What colours was the sunrise?"}
