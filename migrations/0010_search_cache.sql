@@ -1,8 +1,8 @@
--- memctx 0010: the external search cache (memctx/web/cache.py).
+-- memctx 0010: the external search cache (memctx/search/cache.py).
 --
 -- One row per user and query fingerprint (a SHA-256 of the anonymized query as it was sent and of
 -- the settings that shape the answer): the engine that answered, its hits, and the cleaned text
--- of each page. A repeated question within MEMCTX_WEB_CACHE_TTL_S is answered from here; the
+-- of each page. A repeated question within MEMCTX_SEARCH_CACHE_TTL_S is answered from here; the
 -- user's expired rows are deleted by the next insert.
 --
 -- Per tenant, not shared: the anonymized query can still say something personal (a name that is
