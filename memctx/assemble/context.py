@@ -230,6 +230,12 @@ class ContextAssembler:
         analysis = vector.analysis() if vector is not None else analyze(query)
         view = self.profile.read(user, query, vector() if vector is not None else None, analysis.tsquery,
                                  conversation=conversation, errors=errors)
+        if conversation is not None:
+            # Within one conversation's memory the profile's items are what this conversation said,
+            # which its memories hold in the user's own words: the section keeps the standing
+            # instructions (and procedures) only. Its items came with a cost and no gain on LoCoMo
+            # (docs/BENCHMARKS.md, "The learning layer"); they are for what other conversations said.
+            view = replace(view, hits=tuple(h for h in view.hits if h.item.kind == "instruction"))
         return view, _ms(started)
 
     @staticmethod
