@@ -142,11 +142,9 @@ class ContextAssembler:
         history = whole_history(rows)
         history_tokens = 0 if history is None else sum(
             message_tokens(self.counter, m["role"], m["content"]) for m in history.messages)
-        # the profile beside the search (the history of a conversation's own memory holds what
-        # was learned in it: no query vector is needed there)
+        # the profile beside the search
         verbatim = history is not None and fixed + history_tokens <= opts.compress_at * budget
-        profiling = self._start_profile(user, conversation, ask, rows, opts, vector,
-                                        dense=not (verbatim and opts.scope == "conversation"))
+        profiling = self._start_profile(user, conversation, ask, rows, opts, vector)
         if verbatim:
             return self._verbatim(user, conversation, asked, budget, history, history_tokens, opts, searching,
                                   timings, started, profiling)
@@ -212,17 +210,17 @@ class ContextAssembler:
                                 ask["content"], sopts, now, unstored.id if unstored else None, vector)
 
     def _start_profile(self, user: UUID, conversation: UUID, ask: dict, rows: Sequence[Mapping[str, Any]],
-                       opts: ContextOptions, vector: "_QueryVector", *, dense: bool = True
-                       ) -> "Future[tuple[ProfileView, float]] | None":
-        """The profile's part of the context, read in the background beside the search, with its
-        query vector (`dense`) when the search makes one; within one conversation's memory, only
-        what was learned there. The errors of the recent turns bring their procedures."""
+                       opts: ContextOptions, vector: "_QueryVector") -> "Future[tuple[ProfileView, float]] | None":
+        """The profile's part of the context, read in the background beside the search: with user
+        scope all of it, ranked with the search's query vector; within one conversation's memory
+        its standing instructions only, which need no vector (`ProfileReader.read`). The errors of
+        the recent turns bring their procedures."""
         if self.profile is None or not self.profile.options.enabled:
             return None
         turns = sorted((r for r in rows if r["kind"] == "message"), key=lambda r: r["last_seq"])
         errors = errors_in(turns[-4:])
         return _SEARCHES.submit(self._read_profile, user, conversation if opts.scope == "conversation" else None,
-                                ask["content"], vector if dense else None, errors)
+                                ask["content"], vector if opts.scope == "user" else None, errors)
 
     def _read_profile(self, user: UUID, conversation: UUID | None, query: str, vector: "_QueryVector | None",
                       errors: Sequence[tuple[str, str]]) -> tuple[ProfileView, float]:
@@ -230,12 +228,6 @@ class ContextAssembler:
         analysis = vector.analysis() if vector is not None else analyze(query)
         view = self.profile.read(user, query, vector() if vector is not None else None, analysis.tsquery,
                                  conversation=conversation, errors=errors)
-        if conversation is not None:
-            # Within one conversation's memory the profile's items are what this conversation said,
-            # which its memories hold in the user's own words: the section keeps the standing
-            # instructions (and procedures) only. Its items came with a cost and no gain on LoCoMo
-            # (docs/BENCHMARKS.md, "The learning layer"); they are for what other conversations said.
-            view = replace(view, hits=tuple(h for h in view.hits if h.item.kind == "instruction"))
         return view, _ms(started)
 
     @staticmethod

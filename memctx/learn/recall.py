@@ -119,9 +119,14 @@ class ProfileReader:
     def read(self, user: UUID, query: str, query_vec: np.ndarray | None, tsquery: str, *,
              conversation: UUID | None = None, errors: Sequence[tuple[str, str]] = (),
              options: ProfileOptions | None = None) -> ProfileView:
-        """The profile's part of a context for `query`: within one conversation's memory
-        (`conversation`) only what was learned there (and what the user added by hand), else all."""
+        """The profile's part of a context for `query`: all of it, or within one conversation's
+        memory (`conversation`) its standing instructions only. The items learned in a conversation
+        are what its memories already hold in the user's words; on LoCoMo they took room from the
+        evidence and repeated it (docs/BENCHMARKS.md, "The learning layer"). So no item is ranked
+        by meaning there."""
         opts = options or self.options
+        if conversation is not None:
+            query_vec = None
         params = {"user_id": user, "conversation_id": conversation, "query_vec": query_vec,
                   "tsquery": tsquery, "topics": list(topics_of(query)), "min_similarity": opts.min_similarity,
                   "rrf_k": opts.rrf_k, "topic_weight": opts.topic_weight, "limit": opts.limit,
@@ -132,8 +137,9 @@ class ProfileReader:
             ratings = conn.execute(QUERIES["memory_ratings"], params)
             procedures = conn.execute(QUERIES["procedures_for_tools"], params) if errors else None
             conn.execute("commit")
+        found = tuple(_hit(r) for r in hits.fetchall())
         return ProfileView(
-            hits=tuple(_hit(r) for r in hits.fetchall()),
+            hits=found if conversation is None else tuple(h for h in found if h.item.kind == "instruction"),
             replaced={r["message_id"].int: (r["old_value"], r["new_value"], r["replaced_at"])
                       for r in replaced.fetchall()},
             ratings={r["target_id"].int: Rating(r["useful"], r["wrong"], r["outdated"], r["outdated_at"])
