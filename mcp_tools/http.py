@@ -27,7 +27,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from memctx.mcp_tools.server import Binding, build_server
+from memctx.mcp_tools.binding import Binding
+from memctx.mcp_tools.server import build_server
 from memctx import logs
 from memctx.app import App, open_app
 from memctx.auth import Authenticator, Caller, Unauthorized, bearer

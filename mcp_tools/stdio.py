@@ -7,7 +7,8 @@ to the user every tool acts for, before the server starts; a missing or invalid 
 
 from __future__ import annotations
 
-from memctx.mcp_tools.server import Binding, build_server
+from memctx.mcp_tools.binding import Binding
+from memctx.mcp_tools.server import build_server
 from memctx.app import App
 from memctx.auth import Authenticator, Caller, Unauthorized
 from memctx.config import Settings
