@@ -128,7 +128,7 @@ class Settings(BaseSettings):
                                           "use; unwritable: queries use the float model")
     query_embedding: Literal["auto", "int8", "float"] = Field(
         default="auto", description="how the local embedder embeds search queries: 'int8' (int8 matrix products, "
-                                    "~2x faster), 'float' (the model stored texts are embedded with), or 'auto': "
+                                    "faster), 'float' (the model stored texts are embedded with), or 'auto': "
                                     "int8 where this CPU's int8 kernels agree with the float model (checked once "
                                     "per CPU on probe questions; `memctx doctor` says which), else float")
 

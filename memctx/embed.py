@@ -68,8 +68,8 @@ def int8_query_model(source: Path, cache: Path) -> Path:
     so every product runs in float32, most of a query's time. Here the
     folded float graph is requantized with onnxruntime's dynamic quantization: weights int8 per
     output channel, activations quantized per call; building takes a few seconds (with `onnx`).
-    On LoCoMo's questions a query embeds 2.2x faster and its vector has a cosine of 0.995
-    (median; least 0.992) with the float model's; a text of a word or two loses most (0.97).
+    A query embeds faster and its vector stays close to the float model's
+    (docs/BENCHMARKS.md, "Query vectors"); a text of a word or two loses most.
     Stored texts keep the float model. A CPU's int8 kernels round in their own way (AVX2 without
     VNNI differs from AVX-512 VNNI), so the model is only used where it agrees with the float
     model on this CPU (`check_query_model`).
@@ -257,7 +257,7 @@ class LocalMiniLM:
 
     @property
     def query_model(self) -> QueryModel:
-        """Which model embeds queries here: the int8 query model (`int8_query_model`, ~2x faster)
+        """Which model embeds queries here: the int8 query model (`int8_query_model`, faster)
         where `queries` allows it and, for 'auto', where it agrees with the float model on this
         CPU's kernels (`check_query_model`); else the float model, as stored texts are embedded."""
         return self._query_choice[0]

@@ -131,11 +131,8 @@ class ProfileItem:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "ProfileItem":
-        sources = tuple(ItemSource(UUID(str(s["message_id"])), UUID(str(s["conversation_id"])),
-                                   _when(s["said_at"]), s.get("external_id"))
-                        for s in (row.get("sources") or ()))
         values = {k: row[k] for k in cls.__dataclass_fields__ if k in row and k != "sources"}
-        return cls(**values, sources=tuple(sorted(sources, key=lambda s: s.said_at)))
+        return cls(**values, sources=tuple(sorted(sources_of(row), key=lambda s: s.said_at)))
 
     @property
     def attribute(self) -> str:
@@ -155,6 +152,13 @@ class ProfileItem:
 
 def _when(value: Any) -> datetime:
     return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+def sources_of(row: Mapping[str, Any]) -> tuple[ItemSource, ...]:
+    """The sources of a stored item or procedure, as the query aggregates them (JSON objects)."""
+    return tuple(ItemSource(UUID(str(s["message_id"])), UUID(str(s["conversation_id"])), _when(s["said_at"]),
+                            s.get("external_id"))
+                 for s in (row.get("sources") or ()))
 
 
 @dataclass(frozen=True)
@@ -191,11 +195,8 @@ class Procedure:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "Procedure":
-        sources = tuple(ItemSource(UUID(str(s["message_id"])), UUID(str(s["conversation_id"])),
-                                   _when(s["said_at"]), s.get("external_id"))
-                        for s in (row.get("sources") or ()))
         values = {k: row[k] for k in cls.__dataclass_fields__ if k in row and k != "sources"}
-        return cls(**values, sources=sources)
+        return cls(**values, sources=sources_of(row))
 
     def as_json(self) -> dict[str, Any]:
         return {"id": str(self.id), "tool": self.tool, "error": self.error, "fix": self.fix,

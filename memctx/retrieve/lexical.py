@@ -122,9 +122,8 @@ def first_person(text: str, names: Iterable[str]) -> str:
 
     A speaker's own turns say "I" and "my", never their name (the other speaker's turns do):
     embedded with the name, a question about a person comes nearest the turns addressed to them
-    rather than the turns they said. On the LoCoMo dev split this took pooled recall at 2,000
-    tokens from 80.3 to 82.6 % (docs/BENCHMARKS.md); "we" for two names, rather than "I and I",
-    3 more gold turns at each budget. Grammar suffers; the embedding does not mind.
+    rather than the turns they said (docs/BENCHMARKS.md has what it brings); "we" stands for two
+    names, rather than "I and I". Grammar suffers; the embedding does not mind.
     """
     names = list(names)
     for a in names:

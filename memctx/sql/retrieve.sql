@@ -207,8 +207,7 @@ dense_turns as (
 -- for all of them) and the k_pool best kept; their neighbours come from
 -- `search_dense_pool_turns`. Its cost follows the scope's size, whatever the table's: no other
 -- user's row is read. The query's code is made once, in a subquery: as a parameter's function,
--- a generic plan made it again for every code (1.6-4.2 ms of the dense part of users of
--- 5,900-16,000 messages). A user-wide search tests no conversation (`conversation_filter`),
+-- a generic plan made it again for every code. A user-wide search tests no conversation (`conversation_filter`),
 -- where `%(conversation_id)s is null or …` cost its generic plan a filter per code.
 dense_codes as materialized (
   select c.message_id
@@ -217,8 +216,8 @@ dense_codes as materialized (
    order by c.bits <~> (select binary_quantize(%(query_vec)s::vector))
    limit %(k_codes)s
 ), dense_pool as (
-  -- the codes' ids as one array: an index scan that looks them all up, where a lateral
-  -- lookup per code cost ~0.6 ms more per 1,000 (each one's own scan started and ended)
+  -- the codes' ids as one array: one index scan looks them all up, where a lateral lookup per
+  -- code started and ended a scan of its own
   select m.id, m.conversation_id, m.seq
     from scope m
    where m.id = any(array(select c.message_id from dense_codes c)) and m.embedding is not null and m.text <> ''
@@ -251,8 +250,7 @@ dense as (
 -- plans): the same scores, ties and list, with each conversation's similarities gathered into one
 -- array in seq order and the neighbours read by subscript. The scope's turns come in (conversation,
 -- seq) order from messages_user_idx, and over thousands of them the window's lag and lead cost
--- more than the similarities themselves: the dense part of a 5,000-turn conversation took 8.6
--- instead of 12.6 ms (docs/RETRIEVAL.md). A similarity is never below -1, so -9 stands for none:
+-- more than the similarities themselves. A similarity is never below -1, so -9 stands for none:
 -- an array with nulls is read element by element to find a subscript.
 dense as (
   select y.id, y.conversation_id, y.seq, row_number() over (order by y.score desc, y.seq desc, y.conversation_id) as rank
@@ -298,8 +296,7 @@ sum(round(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) * 2.2 / (1 + 1.2 * (0.25 + 0
 -- dense list.
 -- `turns` holds each tsvector detoasted once (`|| ''` builds a copy in memory): a message's row
 -- passes the 2 kB TOAST threshold, so its tsvector is usually stored out of line, and a CTE
--- keeps the pointer; every length and `@@` per term then fetched it again (24 of a 36 ms search
--- on a LoCoMo conversation went to those fetches).
+-- keeps the pointer; every length and `@@` per term would fetch it again.
 turns as materialized (
   select m.id, m.conversation_id, m.seq, m.tsv || ''::tsvector as tsv from scope m
 ), stats as (
@@ -380,8 +377,7 @@ stats as (
   union all
   -- a common term in the turns a rare term matched: one tsquery, the common term and any rare
   -- one, whose postings the GIN index intersects, so that only those turns' rows are read (testing
-  -- each rare match's tsvector by key read thousands of rows: the heavy user's list p90 38.5 ->
-  -- 29.3 ms, docs/RETRIEVAL.md)
+  -- each rare match's tsvector by key reads thousands of rows)
   select c.term, mt.conversation_id, mt.seq, mt.lexemes
     from (select q.term, q.q from terms q join df d on d.term = q.term where d.common) c
    cross join (select string_agg('(' || q.q::text || ')', ' | ')::tsquery as q
@@ -435,8 +431,7 @@ lexical as (
 -- (Shared block.) The full-text list a statement of its own ranked (`search_lexical_list`),
 -- given back as arrays: the rows of its hits need the query's vector (their similarity, their
 -- best passage), the list does not. The arrays go in binary (their placeholders end in b, not
--- s): psycopg writes a list of 100 UUIDs as text through each one's str(), 0.39 against 0.10 ms
--- for the four.
+-- s): as text, psycopg writes a list of UUIDs through each one's str().
 lexical as (
   select l.id, l.conversation_id, l.seq, l.rank
     from unnest(%(lexical_ids)b::uuid[], %(lexical_conversations)b::uuid[], %(lexical_seqs)b::bigint[],
@@ -487,12 +482,10 @@ with {scope}, {passages}, {dense}, {lexical}, recent as (
 -- name: search_user_summaries
 -- The live summaries and long-term conversation summaries of a user-wide search (`search_user`'s
 -- scope and parameters), as rows of the same columns: ranked on the relevance signals, the best
--- k_dense and k_lexical of each. Apart from the turns' statement, so that both run at once: the
--- summaries' ranking took ~4 of the ~12 ms of one statement on LongMemEval's users (~500 turns,
--- ~90 summaries).
+-- k_dense and k_lexical of each. Apart from the turns' statement, so that both run at once.
 with {scope}, summary_hits as (
   -- the query's tsquery in a subquery, made once: as a parameter's function, a generic plan made
-  -- it again for every summary (1 / 2 ms of p50 / p95 on LongMemEval's questions of ~20 words)
+  -- it again for every summary
   select s.id, 'summary'::text as kind, s.conversation_id, s.content, s.first_seq, s.last_seq, s.token_count,
          s.created_at, 1 - (v.embedding <=> %(query_vec)s::vector) as similarity,
          ts_rank_cd(s.tsv, (select to_tsquery('english', %(tsquery)s::text)), 1) as lexical_score
@@ -570,9 +563,8 @@ select set_config('hnsw.ef_search', %(ef_search)s::text, true) as ef_search
 -- * no JIT compilation. The planner compiles a statement whose estimated cost passes
 --   jit_above_cost (100,000 by default) where the server has LLVM (Debian's and most managed
 --   servers' packages do; the embedded ones here do not): a heavy user's dense part through the
---   index plan is estimated at ~217,000 on bench/scale.py's 1M table (its fallback scan of the
---   user's rows, which never runs, is costed in) and runs in under 20 ms; compiling takes tens of
---   milliseconds, the first in a connection far longer;
+--   index plan is estimated past it (its fallback scan of the user's rows, which never runs, is
+--   costed in), and compiling costs more than the statement runs;
 -- * at most `parallel_workers` parallel workers per scan (0 by default; null leaves the
 --   server's setting). Past the exact scan, a user of a few thousand turns got a parallel bitmap
 --   scan whose workers sorted every row, vector included, for the dense list's window (a sort that
@@ -582,7 +574,7 @@ select set_config('hnsw.ef_search', %(ef_search)s::text, true) as ef_search
 -- * the plans of prepared statements (`plan_cache_mode`; search.py prepares every search
 --   statement): the generic plan for the bounded searches within the exact scan, whose custom
 --   plans took over a third of their time to make, else a custom plan, made for the values, of a
---   statement parsed once per connection (0.3-0.65 ms a statement to parse again each time).
+--   statement parsed once per connection.
 select set_config('jit', 'off', true) as jit,
        case when %(parallel_workers)s::int is not null
             then set_config('max_parallel_workers_per_gather', %(parallel_workers)s::text, true) end as parallel_workers,
@@ -618,8 +610,8 @@ with conv as (
            where c.id = %(conversation_id)s::uuid and c.user_id = %(user_id)s::uuid) <= %(history_limit)s
 ), recent as (
   -- The conversation by its parameter, not through conv: a join hides the value from the
-  -- planner, which then read every turn of the conversation and sorted them (8 ms at 5,000
-  -- turns) instead of reading the last few backwards from (user_id, conversation_id, seq).
+  -- planner, which then reads every turn of the conversation and sorts them instead of reading
+  -- the last few backwards from (user_id, conversation_id, seq).
   select m.id, m.seq, m.role, m.text, m.external_id, m.token_count, m.created_at,
          m.metadata ->> 'speaker' as speaker, (m.metadata ->> 'session')::int as session
     from memctx.messages m
