@@ -5,7 +5,8 @@
 Each round embeds every turn once (embed-only sentences/s), then ingests the whole file as a
 fresh user (messages/s, embedding + token counting + storing) and forgets that user. Rounds
 alternate the two so machine noise hits both; medians and their ratio are reported. With
---record the result is appended to docs/BENCHMARKS.md.
+--record it also prints the result as a row of docs/BENCHMARKS.md's ingest table, to paste in
+place of the old one (the page keeps today's figure, not a log).
 
 The CPU ratio beside it (embed-only CPU seconds over ingest's: this process plus the database
 backends serving it, read from /proc, so only for a server on this machine) is what the wall
@@ -52,7 +53,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--locomo", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--record", action="store_true", help="append the result to docs/BENCHMARKS.md")
+    parser.add_argument("--record", action="store_true", help="also print the result as a row of docs/BENCHMARKS.md's ingest table")
     args = parser.parse_args()
 
     settings = Settings()
