@@ -240,6 +240,9 @@ class Settings(BaseSettings):
                                                             "section) and use its items as retrieval keys")
     profile_share: float = Field(default=0.15, ge=0, le=1,
                                  description="budget share the profile's section may take at most")
+    profile_max_tokens: int = Field(default=150, ge=0,
+                                    description="tokens the profile's section may take at most, whatever the "
+                                                "budget: a larger budget goes to the memories")
     profile_items: int = Field(default=30, ge=0, description="profile items read per context, best first")
     profile_min_similarity: float = Field(default=0.15, ge=-1, le=1,
                                           description="cosine floor of a profile item matching a query (the "

@@ -177,6 +177,9 @@ class ContextAssembler:
             self._recall(draft, rows, opts, memories, resume=True)
             draft.current_messages, draft.current_tokens = self._say_once(draft.items, draft.recalled, memories,
                                                                           replaced | draft.profile_keys())
+            # the turns those memories show say their items: the profile leaves them out (what that
+            # frees stays unused: a memory taken now could repeat what the current context says)
+            self._profile_once(draft, rows, opts, memories, refill=False)
         draft.cuts += [*draft.profile.cuts, *draft.recalled.cuts]
         head = asked.head(dated)
         messages = draft.messages(head, ask)
@@ -241,22 +244,26 @@ class ContextAssembler:
         """The profile's lines within their share of `available` and the `room` left."""
         if self.profile is None or view is NO_VIEW:
             return NO_PROFILE
-        budget = max(0, min(int(available * self.profile.options.share), room))
+        budget = max(0, min(int(available * self.profile.options.share), self.profile.options.max_tokens, room))
         return fit_profile(view, shown, budget, self.counter, self.profile.options)
 
     def _profile_once(self, draft: "_Draft", rows: Sequence[Mapping[str, Any]], opts: ContextOptions,
-                      memories: Sequence[Memory]) -> None:
+                      memories: Sequence[Memory], *, refill: bool = True) -> None:
         """The profile without the items whose turns the memories now show (they say it): the
-        lines are fitted again, and what that frees goes to the memories left out for room."""
-        if draft.profile.message is None:
-            return
-        shown = {t["id"].int for t in draft.items.turns} | {
-            x.id.int for x in draft.recalled.sources if x.kind == "message"}
-        # at most the tokens it had: the memories were fitted to the rest
-        fitted = fit_profile(draft.profile_view, shown, draft.profile.tokens, self.counter, self.profile.options)
-        freed = draft.profile.tokens - fitted.tokens
-        draft.profile = fitted
-        if freed > 0:
+        lines are fitted again and, with `refill`, what that frees goes to the memories left out
+        for room; until no line goes (the turns shown only grow, so it ends)."""
+        assert self.profile is not None or draft.profile.message is None
+        while draft.profile.message is not None:
+            shown = {t["id"].int for t in draft.items.turns} | {
+                x.id.int for x in draft.recalled.sources if x.kind == "message"}
+            # at most the tokens it had: the memories were fitted to the rest
+            fitted = fit_profile(draft.profile_view, shown, draft.profile.tokens, self.counter, self.profile.options)
+            if fitted.lines == draft.profile.lines:
+                return
+            freed = draft.profile.tokens - fitted.tokens
+            draft.profile = fitted
+            if not refill or freed <= 0:
+                return
             draft.memory_budget += freed
             self._recall(draft, rows, opts, memories, resume=True)
 
@@ -341,14 +348,19 @@ class ContextAssembler:
         labels = self.names.of(user, conversation, others)
         recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies, lines=lines,
                                  labels=labels)
-        if profile.message is not None and recalled.sources:
-            # the items whose turns the memories now show say nothing new: their room to the memories
+        # The items whose turns the memories now show say nothing new: their room goes to the
+        # memories, until no line goes; the last refit keeps what it frees (a fill could bring more).
+        for refits in range(PROFILE_REFITS, -1, -1):
+            if profile.message is None or not recalled.sources:
+                break
             fitted = fit_profile(view, {t["id"].int for t in history.turns} | {
                 x.id.int for x in recalled.sources if x.kind == "message"}, profile.tokens, self.counter,
                 self.profile.options)
-            if fitted.tokens < profile.tokens:
-                room += profile.tokens - fitted.tokens
-                profile = fitted
+            if fitted.lines == profile.lines:
+                break
+            room += profile.tokens - fitted.tokens if refits else 0
+            profile = fitted
+            if refits:
                 recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies,
                                          lines=lines, labels=labels)
         recalled = self._memories_once(others, recalled, shown, _said(history.turns), room - external_tokens,
@@ -555,6 +567,8 @@ _SEARCHES = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-search
 # Tokens the current context must free by saying each thing once before the memories are filled
 # again with them: about a short turn's line.
 FREED_TOKENS = 20
+# Times the profile is fitted again to the memories a fill took, each followed by a fill.
+PROFILE_REFITS = 3
 
 # The memories' share at which a partner turn ranked within the search's pair_rank comes along
 # with its hit; below it the rank it needs shrinks in proportion.

@@ -50,6 +50,7 @@ class ProfileOptions:
 
     enabled: bool = True
     share: float = 0.15  # of the tokens after system prompt and query, at most, for the profile's lines
+    max_tokens: int = 150  # the profile's lines at most, whatever the budget
     limit: int = 30  # items read per context (instructions first, then by fused rank)
     min_similarity: float = 0.15  # cosine under which an item is not on the dense list
     rrf_k: float = 20.0
@@ -62,7 +63,8 @@ class ProfileOptions:
 
     @classmethod
     def from_settings(cls, settings: Any) -> "ProfileOptions":
-        return cls(enabled=settings.profile_enabled, share=settings.profile_share, limit=settings.profile_items,
+        return cls(enabled=settings.profile_enabled, share=settings.profile_share, max_tokens=settings.profile_max_tokens,
+                   limit=settings.profile_items,
                    min_similarity=settings.profile_min_similarity, key_items=settings.profile_key_items,
                    key_weight=settings.profile_key_weight, useful_boost=settings.feedback_useful_boost,
                    useful_cap=settings.feedback_useful_cap)

@@ -200,3 +200,40 @@ def test_a_tool_error_then_a_success_is_a_procedure_brought_back_when_the_error_
     quiet = app.store.create_conversation(USER)
     plain = assembler_for(app).get_working_context(USER, quiet.id, "Try again please.", 1000)
     assert not any(s.kind == "procedure" for s in plain.sources)
+
+
+def test_the_profile_section_keeps_within_its_cap_and_says_nothing_twice(app):
+    """At a large budget the profile's section keeps to `max_tokens` (the rest goes to the
+    memories), and an item whose turn the memories show is not said again in it."""
+    from dataclasses import replace as replaced
+
+    from memctx.assemble.context import ContextAssembler, assembler_for
+    from memctx.assemble.repeats import repeated_sentences
+    from memctx.learn.recall import ProfileReader
+
+    facts = ["I'm vegetarian and allergic to peanuts.", "I live in Porto with my wife Ana.",
+             "I work as a nurse at Saint Mary's hospital.", "I have a golden retriever named Biscuit.",
+             "I play the cello in a community orchestra.", "I'm training for the Berlin marathon in September.",
+             "My sister Ana is getting married in June.", "I drive a 2012 Honda Civic."]
+    for fact in facts:  # each in a conversation of its own: memories of other conversations
+        conv = app.store.create_conversation(USER)
+        say_by_sql(app, conv.id, [fact, "Good to know."])
+        close_conversation(app, USER, conv.id, explicit=True)
+    new = app.store.create_conversation(USER)
+    base = assembler_for(app)
+
+    def profile_section(max_tokens: int, query: str, budget: int):
+        reader = ProfileReader(app.pool, replaced(base.profile.options, max_tokens=max_tokens, min_similarity=-1))
+        assembler = ContextAssembler(base.pool, base.counter, base.search, replaced(base.options, scope="user"),
+                                     profile=reader)
+        wc = assembler.get_working_context(USER, new.id, query, budget)
+        return next(s for s in wc.sections if s.name == "profile"), wc
+
+    question = ("What do you know of me: my diet and allergies, my home in Porto and my wife, my work as a nurse, "
+                "my dog, the cello, the marathon, my sister's wedding and my car?")
+    uncapped, _ = profile_section(10_000, question, 4000)
+    capped, _ = profile_section(60, question, 4000)
+    assert uncapped.tokens > 60 and 0 < capped.tokens <= 60
+    for budget in range(200, 1200, 100):
+        _, wc = profile_section(10_000, question, budget)
+        assert repeated_sentences(wc.messages) == 0, wc.messages

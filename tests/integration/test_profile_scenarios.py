@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import pytest
 
 from api_support import client
+from memctx.assemble.repeats import repeated_sentences
+from memctx.config import Settings
 from memctx.words import STOPWORDS, bare_words
 
 BUDGET = 500
@@ -127,6 +129,28 @@ KNOWN_MISSES = {
     pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[c.name])]
                  if c.name in KNOWN_MISSES else []) for c in CASES])
 def test_said_in_one_conversation_is_in_a_later_new_ones_context(case, api_server, api_key_for):
+    context = _asked(case, BUDGET, api_server, api_key_for)
+    text = "\n".join(m["content"] for m in context["messages"])
+    assert context["tokens"] <= BUDGET
+    assert case.needed in text, text
+    assert repeated_sentences(context["messages"]) == 0, text
+    if case.old is not None:
+        for line in text.splitlines():
+            if re.search(rf"\b{re.escape(case.old)}\b", line):
+                assert "replaced" in line or "before:" in line, line
+
+
+def test_a_larger_budget_goes_to_the_memories_not_the_profile(api_server, api_key_for):
+    """The profile's section stays within MEMCTX_PROFILE_MAX_TOKENS at any budget, and what its
+    items' turns say, now among the memories, it does not say again."""
+    context = _asked(CASES[0], 4000, api_server, api_key_for)
+    profile = next(s for s in context["sections"] if s["name"] == "profile")
+    assert 0 < profile["tokens"] <= Settings().profile_max_tokens
+    assert repeated_sentences(context["messages"]) == 0
+
+
+def _asked(case: Case, budget: int, api_server, api_key_for) -> dict:
+    """The case's user, their conversations, and the context of the case's question in a new one."""
     with client(api_server, api_key_for(uuid.uuid4())) as c:
         for turns in BACKGROUND[:1]:
             _conversation(c, turns)
@@ -137,13 +161,6 @@ def test_said_in_one_conversation_is_in_a_later_new_ones_context(case, api_serve
             _conversation(c, [t for s in case.correction for t in (("user", s), ("assistant", "Noted."))])
         new = c.post("/v1/conversations", json={}).json()["id"]
         r = c.post(f"/v1/conversations/{new}/context",
-                   json={"query": case.question, "token_budget": BUDGET, "scope": "user"})
+                   json={"query": case.question, "token_budget": budget, "scope": "user"})
         assert r.status_code == 200, r.text
-        context = r.json()
-    text = "\n".join(m["content"] for m in context["messages"])
-    assert context["tokens"] <= BUDGET
-    assert case.needed in text, text
-    if case.old is not None:
-        for line in text.splitlines():
-            if re.search(rf"\b{re.escape(case.old)}\b", line):
-                assert "replaced" in line or "before:" in line, line
+        return r.json()
