@@ -357,14 +357,20 @@ stats as (
            order by m.conversation_id desc, m.seq desc limit 1000) t
   having {sample}
 ), matches as materialized (
-  -- from message_terms (migration 0026): the matches' narrow rows, not the messages' own
+  -- from message_terms (migration 0026): the matches' narrow rows, not the messages' own. The
+  -- first k_match + 1 are kept by their row number, not by a LIMIT: a generic plan takes a LIMIT
+  -- of parameters for a tenth of the rows, so that a sequential scan of the whole table looked
+  -- cheaper than the GIN index wherever the table is small; the window's run condition stops
+  -- reading at the same match.
   select q.term, t.id, t.conversation_id, t.seq, t.len
     from terms q
-   cross join lateral (select mt.message_id as id, mt.conversation_id, mt.seq, mt.lexemes as len
-                         from memctx.message_terms mt
-                        where mt.user_id = %(user_id)s::uuid {terms_conversation} {in_range_mt}
-                          and mt.tsv @@ q.q
-                        limit case when q.q::text = any({known_common}) then 0 else %(k_match)s + 1 end) t
+   cross join lateral (select n.id, n.conversation_id, n.seq, n.len
+                         from (select mt.message_id as id, mt.conversation_id, mt.seq, mt.lexemes as len,
+                                      row_number() over () as n
+                                 from memctx.message_terms mt
+                                where mt.user_id = %(user_id)s::uuid {terms_conversation} {in_range_mt}
+                                  and mt.tsv @@ q.q) n
+                        where n.n <= case when q.q::text = any({known_common}) then 0 else %(k_match)s + 1 end) t
 ), df as materialized (
   select x.term, count(*)::float8 as df, count(*) > %(k_match)s as common from matches x group by x.term
   union all
