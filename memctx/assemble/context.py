@@ -20,9 +20,8 @@ import threading
 import time
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import lru_cache
 from typing import Any, Literal, Mapping, Protocol, Sequence
 from uuid import UUID
 from weakref import WeakKeyDictionary
@@ -33,6 +32,9 @@ from memctx.assemble.budget import MIN_MESSAGE_TOKENS, BudgetTooSmall, CachedCou
 from memctx.assemble.corrections import (Correction, Statement, replaced_note, shares_slot, superseded,
                                          turn_sentences)
 from memctx.assemble.current import Compressor, CurrentItems, fit_current, turn_tokens
+from memctx.assemble.draft import Draft, QueryVector
+from memctx.assemble.history import (History, Unstored, extractive_compressor, said_already, said_nearby, turns_said,
+                                     whole_history, without_message)
 from memctx.assemble.memories import Lines, MemorySection, fill_memories, more_memories
 from memctx.assemble.asked import ConversationNames, Question, asked_at
 from memctx.assemble.profile import EMPTY as NO_PROFILE, ProfileSection, fit_profile
@@ -49,8 +51,6 @@ from memctx.web import SearchReport, WebResult
 from memctx.web.clean import cut
 from memctx.sql import QUERIES
 from memctx.store import UnknownConversation
-from memctx.summarize.extractive import ExtractiveSummarizer
-from memctx.summarize.types import SourceText
 from memctx.tokens import TokenCounter, message_tokens, messages_tokens
 
 
@@ -116,7 +116,7 @@ class ContextAssembler:
             raise BudgetTooSmall(f"the system prompt and the query take {asked.fixed} tokens, over the budget of "
                                  f"{token_budget}")
         use_status_quo = (not opts.enabled) if status_quo is None else status_quo
-        unstored = _Unstored(stored_query, message_tokens(self.counter, "user", query)) if stored_query else None
+        unstored = Unstored(stored_query, message_tokens(self.counter, "user", query)) if stored_query else None
         if use_status_quo:
             return self._status_quo(user, conversation, asked, token_budget, opts, started, unstored)
         return self._assemble(user, conversation, asked, token_budget, opts, search_options, started, unstored)
@@ -124,14 +124,14 @@ class ContextAssembler:
     # The memctx path ---------------------------------------------------------------------------
     def _assemble(self, user: UUID, conversation: UUID, asked: "Question", budget: int, opts: ContextOptions,
                   search_options: SearchOptions | None, started: float,
-                  unstored: "_Unstored | None" = None) -> WorkingContext:
+                  unstored: "Unstored | None" = None) -> WorkingContext:
         timings: dict[str, float] = {}
         ask, fixed = asked.ask, asked.fixed
         # A compressed context says what day it is, when that fits.
         dated = asked.fixed_dated <= budget
         available = budget - (asked.fixed_dated if dated else fixed)
         current_share, memory_share = shares(available, opts.current_share)
-        vector = _QueryVector(self.search, user, conversation if opts.scope == "conversation" else None,
+        vector = QueryVector(self.search, user, conversation if opts.scope == "conversation" else None,
                               ask["content"], asked.now)
         searching = self._start_search(user, conversation, ask, opts, memory_share, search_options, asked.now,
                                        unstored, vector)
@@ -148,7 +148,7 @@ class ContextAssembler:
         if verbatim:
             return self._verbatim(user, conversation, asked, budget, history, history_tokens, opts, searching,
                                   timings, started, profiling)
-        draft = _Draft(current_share, *self._fit_current(rows, opts, current_share),
+        draft = Draft(current_share, *self._fit_current(rows, opts, current_share),
                        replies=asks_for_a_reply(ask["content"]))
         memories, timings["search"] = searching.result()
         view = self._profile_view(profiling, timings)
@@ -198,8 +198,8 @@ class ContextAssembler:
                               prompt_tokens=asked.prompt_tokens)
 
     def _start_search(self, user: UUID, conversation: UUID, ask: dict, opts: ContextOptions, memory_share: int,
-                      search_options: SearchOptions | None, now: datetime | None, unstored: "_Unstored | None" = None,
-                      vector: "_QueryVector | None" = None
+                      search_options: SearchOptions | None, now: datetime | None, unstored: "Unstored | None" = None,
+                      vector: "QueryVector | None" = None
                       ) -> "Future[tuple[list[Memory], float]]":
         """The memory search, started in the background. It needs nothing of the current context:
         it runs beside the current context's query and fitting (onnxruntime, an embeddings
@@ -213,7 +213,7 @@ class ContextAssembler:
                                 ask["content"], sopts, now, unstored.id if unstored else None, vector)
 
     def _start_profile(self, user: UUID, conversation: UUID, ask: dict, rows: Sequence[Mapping[str, Any]],
-                       opts: ContextOptions, vector: "_QueryVector") -> "Future[tuple[ProfileView, float]] | None":
+                       opts: ContextOptions, vector: "QueryVector") -> "Future[tuple[ProfileView, float]] | None":
         """The profile's part of the context, read in the background beside the search: with user
         scope all of it, ranked with the search's query vector; within one conversation's memory
         its standing instructions only, which need no vector (`ProfileReader.read`). The errors of
@@ -225,7 +225,7 @@ class ContextAssembler:
         return _SEARCHES.submit(self._read_profile, user, conversation if opts.scope == "conversation" else None,
                                 ask["content"], vector if opts.scope == "user" else None, errors)
 
-    def _read_profile(self, user: UUID, conversation: UUID | None, query: str, vector: "_QueryVector | None",
+    def _read_profile(self, user: UUID, conversation: UUID | None, query: str, vector: "QueryVector | None",
                       errors: Sequence[tuple[str, str]]) -> tuple[ProfileView, float]:
         started = time.perf_counter()
         analysis = vector.analysis() if vector is not None else analyze(query)
@@ -247,7 +247,7 @@ class ContextAssembler:
         budget = max(0, min(int(available * self.profile.options.share), self.profile.options.max_tokens, room))
         return fit_profile(view, shown, budget, self.counter, self.profile.options)
 
-    def _profile_once(self, draft: "_Draft", rows: Sequence[Mapping[str, Any]], opts: ContextOptions,
+    def _profile_once(self, draft: "Draft", rows: Sequence[Mapping[str, Any]], opts: ContextOptions,
                       memories: Sequence[Memory], *, refill: bool = True) -> None:
         """The profile without the items whose turns the memories now show (they say it): the
         lines are fitted again and, with `refill`, what that frees goes to the memories left out
@@ -267,7 +267,7 @@ class ContextAssembler:
             draft.memory_budget += freed
             self._recall(draft, rows, opts, memories, resume=True)
 
-    def _add_external(self, draft: "_Draft", user: UUID, conversation: UUID, ask: dict, available: int,
+    def _add_external(self, draft: "Draft", user: UUID, conversation: UUID, ask: dict, available: int,
                       opts: ContextOptions, memories: Sequence[Memory]) -> None:
         """External results, in their share first; what they leave flows to the memories."""
         budget = min(int(available * opts.external_share), available - draft.current_tokens)
@@ -277,7 +277,7 @@ class ContextAssembler:
         draft.external_budget = budget
         draft.cuts += cuts
 
-    def _recall(self, draft: "_Draft", rows: Sequence[Mapping[str, Any]], opts: ContextOptions,
+    def _recall(self, draft: "Draft", rows: Sequence[Mapping[str, Any]], opts: ContextOptions,
                 memories: Sequence[Memory], resume: bool = False) -> None:
         """The memory section, filled best first with what the current context does not show.
 
@@ -286,7 +286,7 @@ class ContextAssembler:
         anything of it stays dropped. (Recent turns are never memory hits, so a wider current
         context cannot repeat a memory.) Last, each sentence once across the quoted turns.
         `resume`: the memory budget grew since the last fill, which goes on where it stopped."""
-        hidden = {t["id"] for t in draft.items.turns} | said_already(memories, _said(draft.items.turns))
+        hidden = {t["id"] for t in draft.items.turns} | said_already(memories, turns_said(draft.items.turns))
         if resume and draft.filled is not None:
             draft.recalled = more_memories(draft.filled, draft.memory_budget)
         else:
@@ -301,11 +301,11 @@ class ContextAssembler:
                 draft.items, draft.cuts, draft.current_messages, draft.current_tokens = refit
                 back = {t["id"] for t in draft.items.turns}
                 if back & {s.id for s in draft.recalled.sources}:  # a turn put back was a memory: once is enough
-                    hidden = back | said_already(memories, _said(draft.items.turns))
+                    hidden = back | said_already(memories, turns_said(draft.items.turns))
                     draft.recalled = draft.filled = fill_memories(memories, hidden, draft.memory_budget, self.counter,
                                                                   replies=draft.replies, lines=draft.lines,
                                                                   resumable=True, labels=draft.labels)
-        draft.recalled = self._memories_once(memories, draft.recalled, hidden, _said(draft.items.turns),
+        draft.recalled = self._memories_once(memories, draft.recalled, hidden, turns_said(draft.items.turns),
                                              draft.memory_budget, draft.replies, draft.lines, draft.labels)
 
     def _verbatim(self, user: UUID, conversation: UUID, asked: "Question", budget: int, history: "History",
@@ -342,7 +342,7 @@ class ContextAssembler:
             timings["external"] = _ms(t0)
         others = [m for m in memories if m.conversation_id != conversation and said_nearby(m)] \
             if opts.scope == "user" else []
-        shown = {t["id"] for t in history.turns} | said_already(others, _said(history.turns))
+        shown = {t["id"] for t in history.turns} | said_already(others, turns_said(history.turns))
         replies = asks_for_a_reply(ask["content"])
         lines: Lines = {}
         labels = self.names.of(user, conversation, others)
@@ -363,7 +363,7 @@ class ContextAssembler:
             if refits:
                 recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies,
                                          lines=lines, labels=labels)
-        recalled = self._memories_once(others, recalled, shown, _said(history.turns), room - external_tokens,
+        recalled = self._memories_once(others, recalled, shown, turns_said(history.turns), room - external_tokens,
                                        replies, lines, labels)
         cuts += [*profile.cuts, *recalled.cuts]
         dated = bool(external_messages or recalled.message)
@@ -407,7 +407,7 @@ class ContextAssembler:
         # text, which is new on every call. Ids as the UUIDs' ints (UUID.__hash__ is Python code).
         texts = {f.id.int: f.text for m in memories for f in m.fragments} | {
             m.id.int: m.text for m in memories if m.kind != "message"}
-        said = set().union(_said(items.turns), replaced, *(keys(texts.get(s.id.int, "")) for s in recalled.sources))
+        said = set().union(turns_said(items.turns), replaced, *(keys(texts.get(s.id.int, "")) for s in recalled.sources))
         items.say_once(said, {str(t["id"]) for t in items.turns}
                        | {str(s.id) for s in recalled.sources if s.kind == "message"})
         messages = items.messages()
@@ -476,7 +476,7 @@ class ContextAssembler:
 
     def _search(self, user: UUID, conversation: UUID | None, query: str, options: SearchOptions,
                 now: datetime | None = None, without: UUID | None = None,
-                vector: "_QueryVector | None" = None) -> tuple[list[Memory], float]:
+                vector: "QueryVector | None" = None) -> tuple[list[Memory], float]:
         """The memories for `query` (none of them the message `without`) and the milliseconds their
         search took."""
         started = time.perf_counter()
@@ -484,7 +484,7 @@ class ContextAssembler:
         return (without_message(memories, without) if without else memories), _ms(started)
 
     def _current_rows(self, user: UUID, conversation: UUID, recent: int, *, history_tokens: int = 0,
-                      unstored: "_Unstored | None" = None) -> list[dict[str, Any]]:
+                      unstored: "Unstored | None" = None) -> list[dict[str, Any]]:
         """The current context's rows: the last `recent` turns, or every turn when the whole
         history may cost at most `history_tokens` as chat messages. With `unstored`, the rows as
         they were before that last message was stored: read with room for it, then left out."""
@@ -533,7 +533,7 @@ class ContextAssembler:
 
     # The status quo ----------------------------------------------------------------------------
     def _status_quo(self, user: UUID, conversation: UUID, asked: "Question", budget: int, opts: ContextOptions,
-                    started: float, unstored: "_Unstored | None" = None) -> WorkingContext:
+                    started: float, unstored: "Unstored | None" = None) -> WorkingContext:
         """The last N raw messages that fit, nothing else: the comparison arm of a side-by-side rollout."""
         ask, fixed, head = asked.ask, asked.fixed, asked.head(False)
         rows = self._current_rows(user, conversation, opts.status_quo_messages, unstored=unstored)
@@ -587,131 +587,6 @@ def pair_rank(rank: int | None, memory_share: int) -> int | None:
     return max(1, round(rank * min(1.0, memory_share / PAIR_FULL_SHARE)))
 
 
-@dataclass
-class _Draft:
-    """A compressed context between the steps of `ContextAssembler._assemble`."""
-
-    current_share: int
-    items: CurrentItems
-    cuts: list[Cut]
-    current_messages: list[dict[str, str]]
-    current_tokens: int
-    memory_budget: int = 0
-    recalled: MemorySection = MemorySection(None, [], 0, [])
-    external_budget: int = 0
-    report: SearchReport | None = None
-    external_messages: list[dict[str, str]] = field(default_factory=list)
-    external_sources: list[Source] = field(default_factory=list)
-    external_tokens: int = 0
-    replies: bool = False  # the query asks what the assistant said (memories weigh its replies as lines)
-    lines: Lines = field(default_factory=dict)  # the memory turns' lines, shared by this context's fills
-    labels: Labels = field(default_factory=dict)  # the memories' other conversations, named
-    filled: MemorySection | None = None  # the last fill of the memories, before each sentence once: to resume
-    profile: ProfileSection = NO_PROFILE
-    profile_view: ProfileView = NO_VIEW
-
-    def messages(self, head: Sequence[dict[str, str]], ask: dict) -> list[dict[str, str]]:
-        memory = [self.recalled.message] if self.recalled.message else []
-        profile = [self.profile.message] if self.profile.message else []
-        return [*head, *profile, *self.external_messages, *memory, *self.current_messages, ask]
-
-    def sections(self) -> list[SectionReport]:
-        return [SectionReport("profile", self.profile.budget, self.profile.tokens, len(self.profile.lines)),
-                SectionReport("external", self.external_budget, self.external_tokens, len(self.external_sources)),
-                SectionReport("memories", self.memory_budget, self.recalled.tokens, len(self.recalled.sources)),
-                SectionReport("current", self.current_share, self.current_tokens, len(self.current_messages))]
-
-    def sources(self, conversation: UUID) -> list[Source]:
-        return self.profile.sources + self.external_sources + self.recalled.sources + self.items.sources(conversation)
-
-    def profile_keys(self) -> set[str]:
-        """The sentences the profile says: the summaries and board lines leave them out."""
-        return set(keys(self.profile.message["content"])) if self.profile.message else set()
-
-
-class _QueryVector:
-    """The query's vector, made once for the memory search and the profile beside it (whichever
-    asks first makes it; the other waits): the query as memory search analyzes it, its named
-    speakers in the first person (`memctx.retrieve.lexical.analyze`)."""
-
-    def __init__(self, search: MemorySearch, user: UUID, conversation: UUID | None, query: str,
-                 now: datetime | None) -> None:
-        self._args = (search, user, conversation, query, now)
-        self._lock = threading.Lock()
-        self._analysis: Any = None
-        self._vector: Any = None
-
-    def analysis(self) -> Any:
-        with self._lock:
-            if self._analysis is None:
-                search, user, conversation, query, now = self._args
-                self._analysis = analyze(query, search.speakers(user, conversation), now.date() if now else None)
-            return self._analysis
-
-    def __call__(self) -> Any:
-        analysis = self.analysis()
-        with self._lock:
-            if self._vector is None:
-                self._vector = self._args[0].embed_query(analysis.dense_text)
-            return self._vector
-
-
-@dataclass(frozen=True)
-class _Unstored:
-    """The query's own message, stored before the context was asked for, and its tokens as a chat
-    message: the context leaves it out of the history and the memories."""
-
-    id: UUID
-    tokens: int
-
-
-def without_message(memories: Sequence[Memory], message: UUID) -> list[Memory]:
-    """The memories less one message: a memory whose hit it is goes (its partner turn came only with
-    it), and elsewhere it leaves the memory's fragments."""
-    out: list[Memory] = []
-    for memory in memories:
-        if memory.id == message:
-            continue
-        if any(f.id == message for f in memory.fragments):
-            memory = replace(memory, fragments=tuple(f for f in memory.fragments if f.id != message))
-        out.append(memory)
-    return out
-
-
-@dataclass(frozen=True)
-class History:
-    """Every turn of a conversation, oldest first, and the same as chat messages."""
-
-    turns: list[Mapping[str, Any]]
-    messages: list[dict[str, str]]
-
-
-def whole_history(rows: Sequence[Mapping[str, Any]]) -> History | None:
-    """The conversation's every turn when the `current_context` rows hold them all, else None."""
-    count = next(r["message_count"] for r in rows if r["kind"] == "conversation")
-    turns = sorted((r for r in rows if r["kind"] == "message"), key=lambda r: r["last_seq"])
-    if len(turns) < count:
-        return None
-    return History(turns, [chat_turn(t["role"], t["content"]) for t in turns])
-
-
-# How near in meaning (cosine) a memory of another conversation that shares no search term with
-# the query must be to join a history sent as it is. The search's own floor (0.15) is set for
-# recall in a compressed context, where a weak hit costs only its place; beside a whole history
-# it would be all that the context adds. MiniLM puts unrelated lines at 0.0-0.2 (the demo's
-# birthday dinner brought a bakery's butter order at 0.16) and small talk near any diary line at
-# 0.24-0.27 ("Hello! How are you today?"). The first 16 LongMemEval dev instances, where every
-# memory comes this way, find the same evidence turns at 0, 0.25 and 0.35.
-NEARBY_SIMILARITY = 0.3
-
-
-def said_nearby(memory: Memory) -> bool:
-    """Whether a memory of another conversation is worth adding to a history sent as it is: the
-    full-text list ranked it (it, or a turn beside it, shares a term with the query), or its
-    meaning is near the query's."""
-    return memory.provenance.ranks.get("lexical") is not None or (memory.similarity or 0.0) >= NEARBY_SIMILARITY
-
-
 def _id_int(text: str) -> int | str:
     """A board source's id as the int of its UUID (as turns are named in `_supersede`); the text
     itself when it names no UUID (it then matches no turn)."""
@@ -721,50 +596,8 @@ def _id_int(text: str) -> int | str:
         return text
 
 
-def _said(turns: Sequence[Mapping[str, Any]]) -> set[str]:
-    """The sentences (`repeats.keys`) the turns say."""
-    return {k for t in turns for k in keys(t["content"])}
-
-
-def said_already(memories: Sequence[Memory], said: set[str]) -> set[UUID]:
-    """The ids of the memories' turns whose every sentence of five words or more `said` holds:
-    showing them again would add nothing."""
-    out: set[UUID] = set()
-    if not said:  # nothing said yet (a new conversation): every turn adds something
-        return out
-    for memory in memories:
-        for fragment in memory.fragments:
-            ks = keys(fragment.text)
-            if ks and ks <= said:
-                out.add(fragment.id)
-    return out
-
-
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 3)
-
-
-def extractive_compressor(counter: TokenCounter, cache_size: int = 1_024) -> Compressor:
-    """The compression of older turns, with the extractive summarizer. The summary is a
-    function of the turns alone (ids, roles, speakers, texts, seqs, times and their zones: all of
-    them are its cache key, so an edited turn is summarized anew) and of the length; the same older half
-    recurs on every call until the conversation moves on, so it is kept (`cache_size` entries)."""
-    summarizer = ExtractiveSummarizer(counter)
-
-    @lru_cache(maxsize=cache_size)
-    def summary(turns: tuple[tuple[Any, ...], ...], max_tokens: int) -> str | None:
-        sources = [SourceText(id=id, kind="message", role=role, speaker=speaker, text=text, first_seq=seq,
-                              last_seq=seq, created_at=created_at)
-                   for id, role, speaker, text, seq, created_at, _ in turns]
-        return summarizer.summarize(sources, level=1, is_master=False, max_tokens=max_tokens).content or None
-
-    def compress(turns: Sequence[Mapping[str, Any]], max_tokens: int) -> str | None:
-        # A time's zone is in the key too: equal instants in two zones compare equal, but may
-        # fall on different days.
-        return summary(tuple((t["id"], t["role"], t["speaker"], t["content"], t["last_seq"], t["created_at"],
-                              getattr(t["created_at"], "tzinfo", None)) for t in turns), max_tokens)
-
-    return compress
 
 
 def get_working_context(app: Any, conversation: UUID, query: str, token_budget: int, *, user: UUID | None = None,

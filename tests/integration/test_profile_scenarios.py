@@ -116,7 +116,7 @@ def _conversation(c, turns) -> None:
 
 # Cases no signal of memctx's connects: the question and the statement share no word and no
 # topic, and their cosine is under both the profile's floor and the one a memory of another
-# conversation needs to join a new conversation's context (memctx.assemble.context.said_nearby).
+# conversation needs to join a new conversation's context (memctx.assemble.history.said_nearby).
 # What they need is world knowledge (an oil change is a car's; flashcards are how one learns a
 # language): an LLM learner's topics, not the key-free one's. Kept, strict, so that a fix shows.
 KNOWN_MISSES = {

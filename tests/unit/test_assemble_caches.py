@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from uuid import UUID
 
-from memctx.assemble.context import extractive_compressor
+from memctx.assemble.history import extractive_compressor
 from memctx.assemble.corrections import corrections_of
 from memctx.assemble.repeats import elide_said, key
 from memctx.summarize.extractive import ExtractiveSummarizer
