@@ -91,8 +91,9 @@ def worth(memory: Memory, fragments: Sequence[Fragment], replies: bool = False) 
 def offers(memories: Sequence[Memory], replies: bool = False) -> list[tuple[Memory, Sequence[Fragment]]]:
     """What the section may take, best worth first. Each memory is offered whole (its hit and
     every turn that comes with it), with its short companions only (`_sides`), where the
-    hit itself is longer than a line with its short companions alone (the cheap side of a
-    relevant exchange, often the user's own words, when the long turn is not worth its room),
+    hit itself is longer than a line with its turns shorter than the hit alone (the cheap side of
+    a relevant exchange, often the user's own words, when the long turn is not worth its room,
+    even a little longer than a line: each offer is worth its own length),
     and, where a long turn has a passage, with that passage in its place. So a long
     turn comes whole, as its relevant passage, or not at all. Each offer is worth the memory's
     score per line its longest turn costs (`worth`), so a long turn comes in whole when its
@@ -109,10 +110,12 @@ def offers(memories: Sequence[Memory], replies: bool = False) -> list[tuple[Memo
         if max(map(_TOKENS, whole), default=0) <= LINE_TOKENS:
             found.append((-memory.score, len(found), memory, whole))
             continue
-        short, others, cut, hit = _sides(memory)
+        short, _, cut, hit = _sides(memory)
         choices = [whole, short]
-        if hit is not None and hit.token_count > LINE_TOKENS and len(short) > 1:
-            choices.append(others)
+        if hit is not None and hit.token_count > LINE_TOKENS:
+            cheaper = [f for f in whole if f.id != hit.id and f.token_count < hit.token_count]
+            if cheaper:
+                choices.append(cheaper)
         if any(f.excerpt_of is not None for f in cut):
             choices.append(cut)
         found += [(-worth(memory, c, replies), len(found) + i, memory, c) for i, c in enumerate(choices)]

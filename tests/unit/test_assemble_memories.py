@@ -165,6 +165,21 @@ def test_a_long_partner_turn_comes_with_its_hit_only_when_the_exchange_pays_for_
     assert [s.detail for s in long_hit.sources] == ["context"]  # a long hit's short partner, alone, fits
 
 
+def test_a_long_hit_s_partner_comes_alone_when_it_is_the_cheaper_side_even_past_a_line():
+    """A long reply matched the query; the user's request before it is a little longer than a line:
+    the request alone is offered at its own length, and taken before the reply is."""
+    request = _turn(1, 1, "I've written five short stories and eleven poems since I started writing again, and "
+                          "I entered three pieces in the writing challenge. " * 4)
+    reply = _turn(1, 2, "Congratulations on your writing progress! Here is how to organize your files. " * 30,
+                  "assistant")
+    assert LINE_TOKENS < request.token_count < 2 * LINE_TOKENS < reply.token_count
+    others = [_turn(2 + i, 1, f"My {pet} likes the park by the river.") for i, pet in enumerate(("dog", "cat"))]
+    memories = [_scored(1.0, request, reply, hit=1), *(_scored(0.3, t) for t in others)]
+    section = fill_memories(memories, set(), 250, COUNTER)  # room for the request and the two others
+    assert {s.id for s in section.sources} == {request.id, *(t.id for t in others)}
+    assert next(s for s in section.sources if s.id == request.id).detail == "context"
+
+
 def _long_reply(session: int, seq: int, topic: str, paragraphs: int = 8) -> tuple[Fragment, Fragment]:
     """A long assistant reply with its best passage (the one paragraph about `topic`), and that
     passage shown as an excerpt."""
