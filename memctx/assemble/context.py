@@ -132,7 +132,7 @@ class ContextAssembler:
         available = budget - (asked.fixed_dated if dated else fixed)
         current_share, memory_share = shares(available, opts.current_share)
         vector = QueryVector(self.search, user, conversation if opts.scope == "conversation" else None,
-                              ask["content"], asked.now)
+                             ask["content"], asked.now)
         searching = self._start_search(user, conversation, ask, opts, memory_share, search_options, asked.now,
                                        unstored, vector)
         # Every turn is read when the whole history may fit the budget: then it is what the
@@ -149,7 +149,7 @@ class ContextAssembler:
             return self._verbatim(user, conversation, asked, budget, history, history_tokens, opts, searching,
                                   timings, started, profiling)
         draft = Draft(current_share, *self._fit_current(rows, opts, current_share),
-                       replies=asks_for_a_reply(ask["content"]))
+                      replies=asks_for_a_reply(ask["content"]))
         memories, timings["search"] = searching.result()
         view = self._profile_view(profiling, timings)
         memories = replaced_notes(keyed(memories, view, self.profile.options), view) if self.profile else memories
@@ -407,7 +407,8 @@ class ContextAssembler:
         # text, which is new on every call. Ids as the UUIDs' ints (UUID.__hash__ is Python code).
         texts = {f.id.int: f.text for m in memories for f in m.fragments} | {
             m.id.int: m.text for m in memories if m.kind != "message"}
-        said = set().union(turns_said(items.turns), replaced, *(keys(texts.get(s.id.int, "")) for s in recalled.sources))
+        said = set().union(turns_said(items.turns), replaced,
+                           *(keys(texts.get(s.id.int, "")) for s in recalled.sources))
         items.say_once(said, {str(t["id"]) for t in items.turns}
                        | {str(s.id) for s in recalled.sources if s.kind == "message"})
         messages = items.messages()

@@ -63,8 +63,8 @@ class ProfileOptions:
 
     @classmethod
     def from_settings(cls, settings: Any) -> "ProfileOptions":
-        return cls(enabled=settings.profile_enabled, share=settings.profile_share, max_tokens=settings.profile_max_tokens,
-                   limit=settings.profile_items,
+        return cls(enabled=settings.profile_enabled, share=settings.profile_share,
+                   max_tokens=settings.profile_max_tokens, limit=settings.profile_items,
                    min_similarity=settings.profile_min_similarity, key_items=settings.profile_key_items,
                    key_weight=settings.profile_key_weight, useful_boost=settings.feedback_useful_boost,
                    useful_cap=settings.feedback_useful_cap)
