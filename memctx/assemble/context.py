@@ -37,7 +37,7 @@ from memctx.assemble.history import (History, Unstored, extractive_compressor, s
                                      whole_history, without_message)
 from memctx.assemble.memories import Lines, MemorySection, fill_memories, more_memories
 from memctx.assemble.asked import ConversationNames, Question, asked_at
-from memctx.assemble.profile import EMPTY as NO_PROFILE, ProfileSection, fit_profile
+from memctx.assemble.profile import EMPTY as NO_PROFILE, ProfileSection, fit_profile, settle_profile
 from memctx.assemble.render import NO_LABELS, Labels, chat_turn, external_block, external_section
 from memctx.assemble.repeats import keys, memories_once
 from memctx.assemble.types import Cut, SectionReport, Source, WorkingContext
@@ -249,23 +249,21 @@ class ContextAssembler:
 
     def _profile_once(self, draft: "Draft", rows: Sequence[Mapping[str, Any]], opts: ContextOptions,
                       memories: Sequence[Memory], *, refill: bool = True) -> None:
-        """The profile without the items whose turns the memories now show (they say it): the
-        lines are fitted again and, with `refill`, what that frees goes to the memories left out
-        for room; until no line goes (the turns shown only grow, so it ends)."""
-        assert self.profile is not None or draft.profile.message is None
-        while draft.profile.message is not None:
-            shown = {t["id"].int for t in draft.items.turns} | {
+        """The profile without the items whose turns the memories now show (`settle_profile`);
+        with `refill`, what that frees goes to the memories left out for room."""
+        if self.profile is None:
+            return
+
+        def shown() -> set[int]:
+            return {t["id"].int for t in draft.items.turns} | {
                 x.id.int for x in draft.recalled.sources if x.kind == "message"}
-            # at most the tokens it had: the memories were fitted to the rest
-            fitted = fit_profile(draft.profile_view, shown, draft.profile.tokens, self.counter, self.profile.options)
-            if fitted.lines == draft.profile.lines:
-                return
-            freed = draft.profile.tokens - fitted.tokens
-            draft.profile = fitted
-            if not refill or freed <= 0:
-                return
+
+        def more(freed: int) -> None:
             draft.memory_budget += freed
             self._recall(draft, rows, opts, memories, resume=True)
+
+        draft.profile = settle_profile(draft.profile, draft.profile_view, shown, more if refill else None,
+                                       self.counter, self.profile.options)
 
     def _add_external(self, draft: "Draft", user: UUID, conversation: UUID, ask: dict, available: int,
                       opts: ContextOptions, memories: Sequence[Memory]) -> None:
@@ -348,21 +346,20 @@ class ContextAssembler:
         labels = self.names.of(user, conversation, others)
         recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies, lines=lines,
                                  labels=labels)
-        # The items whose turns the memories now show say nothing new: their room goes to the
-        # memories, until no line goes; the last refit keeps what it frees (a fill could bring more).
-        for refits in range(PROFILE_REFITS, -1, -1):
-            if profile.message is None or not recalled.sources:
-                break
-            fitted = fit_profile(view, {t["id"].int for t in history.turns} | {
-                x.id.int for x in recalled.sources if x.kind == "message"}, profile.tokens, self.counter,
-                self.profile.options)
-            if fitted.lines == profile.lines:
-                break
-            room += profile.tokens - fitted.tokens if refits else 0
-            profile = fitted
-            if refits:
+        if self.profile is not None and recalled.sources:
+            # the items whose turns the memories now show say nothing new: their room to the memories
+
+            def in_context() -> set[int]:
+                return {t["id"].int for t in history.turns} | {
+                    x.id.int for x in recalled.sources if x.kind == "message"}
+
+            def more(freed: int) -> None:
+                nonlocal room, recalled
+                room += freed
                 recalled = fill_memories(others, shown, room - external_tokens, self.counter, replies=replies,
                                          lines=lines, labels=labels)
+
+            profile = settle_profile(profile, view, in_context, more, self.counter, self.profile.options)
         recalled = self._memories_once(others, recalled, shown, turns_said(history.turns), room - external_tokens,
                                        replies, lines, labels)
         cuts += [*profile.cuts, *recalled.cuts]
@@ -568,8 +565,6 @@ _SEARCHES = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memctx-search
 # Tokens the current context must free by saying each thing once before the memories are filled
 # again with them: about a short turn's line.
 FREED_TOKENS = 20
-# Times the profile is fitted again to the memories a fill took, each followed by a fill.
-PROFILE_REFITS = 3
 
 # The memories' share at which a partner turn ranked within the search's pair_rank comes along
 # with its hit; below it the rank it needs shrinks in proportion.

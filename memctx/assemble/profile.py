@@ -10,7 +10,7 @@ and which items a context leaves out because its turns already say them, are mem
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from memctx.assemble.types import Cut, Source
 from memctx.learn.recall import PROFILE_HEADER, Line, ProfileOptions, ProfileView, profile_lines
@@ -67,6 +67,32 @@ def fit_profile(view: ProfileView, shown: set[int], budget: int, counter: TokenC
     message = {"role": ROLE, "content": _text(kept)}
     tokens = message_tokens(counter, ROLE, message["content"])
     return ProfileSection(message, tuple(kept), tokens, tokens, cuts, _sources(kept))
+
+
+# Times the section is fitted again to what the memories came to show, each time but the last
+# followed by a fill of what it freed.
+REFITS = 3
+
+
+def settle_profile(section: ProfileSection, view: ProfileView, shown: Callable[[], set[int]],
+                   refill: Callable[[int], None] | None, counter: TokenCounter,
+                   opts: ProfileOptions) -> ProfileSection:
+    """The section without the items whose turns the context now shows (they say it), fitted
+    again into the tokens it had. With `refill`, what a refit frees goes to the memories
+    (`refill(tokens)`), whose new turns may say more items: so again, until no line goes, at most
+    `REFITS` fills; the last refit's room stays unused, as a fill then could bring a turn whose
+    item the section still says. `shown()`: the ids (ints) of the turns the context holds."""
+    for fills_left in range(REFITS, -1, -1):
+        if section.message is None:
+            return section
+        fitted = fit_profile(view, shown(), section.tokens, counter, opts)
+        if fitted.lines == section.lines:
+            return section
+        freed, section = section.tokens - fitted.tokens, fitted
+        if refill is None or not fills_left or freed <= 0:
+            return section
+        refill(freed)
+    return section
 
 
 def _text(lines: Sequence[Line]) -> str:
