@@ -44,13 +44,12 @@ Lines = dict[int, tuple[str, int, tuple[Any, ...], Fragment]]
 
 
 def _sides(memory: Memory) -> tuple[list[Fragment], list[Fragment], list[Fragment], Fragment | None]:
-    """The ways a memory may be shown at less than its whole, from one pass over its turns (one
-    UUID comparison each): its companions (its hit and each turn at most a line long), its
-    companions without the hit, and the memory excerpted (each turn whole when it is at most a
-    line long, otherwise as its relevant passage, an excerpt, when it has one, otherwise left out,
-    the hit excepted: it stays whole); and its hit (None: not among its turns)."""
+    """The ways a memory may be shown at less than its whole: its companions (its hit and each
+    turn at most a line long), its turns shorter than its hit (the cheaper side of the exchange),
+    and the memory excerpted (each turn whole when it is at most a line long, otherwise as its
+    relevant passage, an excerpt, when it has one, otherwise left out, the hit excepted: it stays
+    whole); and its hit (None: not among its turns)."""
     companions: list[Fragment] = []
-    others: list[Fragment] = []
     excerpted: list[Fragment] = []
     hit = None
     for f in memory.fragments:
@@ -60,8 +59,6 @@ def _sides(memory: Memory) -> tuple[list[Fragment], list[Fragment], list[Fragmen
         if f.token_count <= LINE_TOKENS:
             companions.append(f)
             excerpted.append(f)
-            if not is_hit:
-                others.append(f)
         else:
             if is_hit:
                 companions.append(f)
@@ -69,7 +66,9 @@ def _sides(memory: Memory) -> tuple[list[Fragment], list[Fragment], list[Fragmen
                 excerpted.append(f.excerpt())
             elif is_hit:
                 excerpted.append(f)
-    return companions, others, excerpted, hit
+    cheaper = [] if hit is None else [f for f in memory.fragments
+                                      if f.id != memory.id and f.token_count < hit.token_count]
+    return companions, cheaper, excerpted, hit
 
 
 def worth(memory: Memory, fragments: Sequence[Fragment], replies: bool = False) -> float:
@@ -110,12 +109,10 @@ def offers(memories: Sequence[Memory], replies: bool = False) -> list[tuple[Memo
         if max(map(_TOKENS, whole), default=0) <= LINE_TOKENS:
             found.append((-memory.score, len(found), memory, whole))
             continue
-        short, _, cut, hit = _sides(memory)
+        short, cheaper, cut, hit = _sides(memory)
         choices = [whole, short]
-        if hit is not None and hit.token_count > LINE_TOKENS:
-            cheaper = [f for f in whole if f.id != hit.id and f.token_count < hit.token_count]
-            if cheaper:
-                choices.append(cheaper)
+        if hit is not None and hit.token_count > LINE_TOKENS and cheaper:
+            choices.append(cheaper)
         if any(f.excerpt_of is not None for f in cut):
             choices.append(cut)
         found += [(-worth(memory, c, replies), len(found) + i, memory, c) for i, c in enumerate(choices)]
