@@ -48,9 +48,10 @@ def bound(ctx: Context) -> Binding:
 
 
 @contextmanager
-def refusals() -> Iterator[None]:
-    """memctx's refusals of the caller's input, as tool errors the model reads."""
+def refusals(*more: type[Exception]) -> Iterator[None]:
+    """memctx's refusals of the caller's input (and the exceptions `more` names: an unknown
+    profile item is a `LookupError`), as tool errors the model reads."""
     try:
         yield
-    except (InvalidInput, UnknownConversation, BudgetTooSmall) as exc:
+    except (InvalidInput, UnknownConversation, BudgetTooSmall, *more) as exc:
         raise ToolError(str(exc)) from None

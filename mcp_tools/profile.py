@@ -11,8 +11,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from memctx.mcp_tools.binding import bound
-from memctx.models import InvalidInput
+from memctx.mcp_tools.binding import bound, refusals
 from memctx.pipeline import profile
 
 MAX_ITEMS = 200
@@ -44,7 +43,7 @@ def correct_user_profile(
     never learned again), or `add` one they state (`kind` instruction for how they want you to
     answer from now on). Returns the item as stored."""
     who = bound(ctx).caller
-    try:
+    with refusals(LookupError):
         if action == "add":
             if not value:
                 raise ToolError("add needs a value")
@@ -57,8 +56,6 @@ def correct_user_profile(
             item = profile.edit_item(who.app, who.user_id, _uuid(item_id), value)
         else:
             item = profile.delete_item(who.app, who.user_id, _uuid(item_id))
-    except (LookupError, InvalidInput) as exc:
-        raise ToolError(str(exc)) from None
     return _item(item)
 
 
@@ -72,11 +69,9 @@ def rate_context_item(
     user's later contexts, within a bound), `wrong` (a profile item is deleted and never learned
     again) or `outdated` (a profile item is kept only as history). Every rating is stored."""
     who = bound(ctx).caller
-    try:
+    with refusals(LookupError):
         stored = profile.rate(who.app, who.user_id, kind, _uuid(item_id), rating, via="mcp",
                               rated_by=str(who.user_id), note=note)
-    except (LookupError, InvalidInput) as exc:
-        raise ToolError(str(exc)) from None
     return stored.as_json()
 
 
