@@ -53,7 +53,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--locomo", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--record", action="store_true", help="also print the result as a row of docs/BENCHMARKS.md's ingest table")
+    parser.add_argument("--record", action="store_true",
+                        help="also print the result as a row of docs/BENCHMARKS.md's ingest table")
     args = parser.parse_args()
 
     settings = Settings()

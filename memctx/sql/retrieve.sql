@@ -207,8 +207,9 @@ dense_turns as (
 -- for all of them) and the k_pool best kept; their neighbours come from
 -- `search_dense_pool_turns`. Its cost follows the scope's size, whatever the table's: no other
 -- user's row is read. The query's code is made once, in a subquery: as a parameter's function,
--- a generic plan made it again for every code. A user-wide search tests no conversation (`conversation_filter`),
--- where `%(conversation_id)s is null or …` cost its generic plan a filter per code.
+-- a generic plan made it again for every code. A user-wide search tests no conversation
+-- (`conversation_filter`), where `%(conversation_id)s is null or …` cost its generic plan a filter
+-- per code.
 dense_codes as materialized (
   select c.message_id
     from memctx.message_codes c

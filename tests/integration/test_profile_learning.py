@@ -5,9 +5,13 @@ forgetting a conversation or a user forgetting what was learned from it."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace as replaced
 
 import pytest
 
+from memctx.assemble.context import ContextAssembler, assembler_for
+from memctx.assemble.repeats import repeated_sentences
+from memctx.learn.recall import ProfileReader
 from memctx.pipeline import learning, profile
 from memctx.pipeline.catchup import catch_up, regenerate
 from memctx.pipeline.longterm import close_conversation
@@ -205,12 +209,6 @@ def test_a_tool_error_then_a_success_is_a_procedure_brought_back_when_the_error_
 def test_the_profile_section_keeps_within_its_cap_and_says_nothing_twice(app):
     """At a large budget the profile's section keeps to `max_tokens` (the rest goes to the
     memories), and an item whose turn the memories show is not said again in it."""
-    from dataclasses import replace as replaced
-
-    from memctx.assemble.context import ContextAssembler, assembler_for
-    from memctx.assemble.repeats import repeated_sentences
-    from memctx.learn.recall import ProfileReader
-
     facts = ["I'm vegetarian and allergic to peanuts.", "I live in Porto with my wife Ana.",
              "I work as a nurse at Saint Mary's hospital.", "I have a golden retriever named Biscuit.",
              "I play the cello in a community orchestra.", "I'm training for the Berlin marathon in September.",
