@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Iterable, Sequence
 from uuid import UUID, uuid4
 
@@ -140,23 +141,36 @@ def source_of(candidate: Candidate) -> ItemSource:
     return ItemSource(m.id, m.conversation_id, m.created_at, m.external_id)
 
 
+# The word sets below are cached: a batch compares each candidate with every item of its person.
+@lru_cache(maxsize=16384)
 def content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in (w.lower() for w in words(text)) if len(w) > 2 and w not in STOPWORDS
                      and not _NUMBER.fullmatch(w))
+
+
+@lru_cache(maxsize=16384)
+def _normal(text: str) -> str:
+    return " ".join(words(text.lower()))
+
+
+@lru_cache(maxsize=16384)
+def _numbers(text: str) -> frozenset[str]:
+    return frozenset(_NUMBER.findall(text))
 
 
 def similar(a: str, b: str, threshold: float = SAME) -> bool:
     """Whether two values say the same thing: equal once normalized, or sharing most content
     words (Jaccard), the same numbers and the same names ("writes code in Python" and "writes code
     in Go" share most words, not the value)."""
-    if " ".join(words(a.lower())) == " ".join(words(b.lower())):
+    if _normal(a) == _normal(b):
         return True
     wa, wb = content_words(a), content_words(b)
     if not wa or not wb or len(wa & wb) / len(wa | wb) < threshold:
         return False
-    return set(_NUMBER.findall(a)) == set(_NUMBER.findall(b)) and _names(a) == _names(b)
+    return _numbers(a) == _numbers(b) and _names(a) == _names(b)
 
 
+@lru_cache(maxsize=16384)
 def _names(text: str) -> frozenset[str]:
     """The capitalized words of a value past its first word ("Porto", "Python", "Ana")."""
     return frozenset(w.lower() for w in words(text)[1:] if w[:1].isupper() and w not in ("I", "I'm", "I've", "I'd"))
@@ -177,7 +191,7 @@ def says(sentence: str, value: str) -> bool:
 
 def renumbered(old: str, new: str) -> bool:
     """The same statement with other numbers: "I've read 220 pages" after "I've read 120 pages"."""
-    na, nb = set(_NUMBER.findall(old)), set(_NUMBER.findall(new))
+    na, nb = _numbers(old), _numbers(new)
     if not na or not nb or na == nb:
         return False
     wa, wb = content_words(old), content_words(new)

@@ -3,9 +3,10 @@ conversation's new messages.
 
 Owns: `learn_step`, which learns the next batch of a conversation's messages — read them, let the
 learner find candidates (`memctx.learn`: the extractive rules, or the LLM's validated reply),
-embed their values, then in one transaction under the user's profile lock merge them into the
-profile (`memctx.learn.merge`), store the tool procedures of the batch and move the
-conversation's learned position (`profile_progress`) — and `learn_all`, which repeats it until
+merge them into the profile as read (`memctx.learn.merge`) and embed the values of the new items,
+then in one transaction under the user's profile lock store the merge (merged again first when
+the profile moved meanwhile), store the tool procedures of the batch and move the conversation's
+learned position (`profile_progress`) — and `learn_all`, which repeats it until
 nothing is left: what `catch_up` runs after the board, and `close_conversation` on close.
 
 Idempotent: a batch is learned once (its position moves in the same transaction), and learning
@@ -93,29 +94,32 @@ def learn_step(app: App, user_id: UUID, conversation_id: UUID, learner: Learner 
         after = _progress(conn, key)
         rows = conn.execute(QUERIES["learn_pending_messages"],
                             {**key, "after_seq": after, "limit": BATCH, "lookback": LOOKBACK}).fetchall()
-        known = _items(conn, key, "active") if learner.name != "extractive" else []
+        items = _items(conn, key, None)
     said = [Said.from_row(r) for r in rows]
     fresh = [m for m in said if m.seq > after]
     if not fresh:
         return None
     try:
-        candidates = learner.learn(fresh, known)
+        candidates = learner.learn(fresh, [i for i in items if i.status == "active"] if learner.name != "extractive" else [])
     except Exception:
         metrics.FAILURES.labels(kind="learn").inc()
         raise
     procedures = [p for p in episodes(said) if p.error_message.seq > after
                   or (p.fix_message is not None and p.fix_message.seq > after)]
-    values = sorted({c.value for c in candidates})
-    vectors = dict(zip(values, app.embedder.embed(values))) if values else {}
+    # merged once outside the lock to embed only the values of the items it makes
+    merged = merge(items, candidates)
+    vectors = _embedded(app, merged.inserted, {})
     last = fresh[-1].seq
     with app.pool.connection() as conn, conn.transaction():
         conn.execute(QUERIES["lock_profile"], key)
         now_after = _progress(conn, key)
         if now_after >= last:  # another catch-up learned this batch meanwhile
             return Learned(seconds=time.perf_counter() - started)
-        candidates = [c for c in candidates if c.source.seq > now_after]
-        items = _items(conn, key, None)
-        merged = merge(items, candidates)
+        now_items = _items(conn, key, None)
+        if now_after != after or now_items != items:  # the profile moved meanwhile: merged again
+            candidates = [c for c in candidates if c.source.seq > now_after]
+            merged = merge(now_items, candidates)
+            vectors = _embedded(app, merged.inserted, vectors)
         for draft in merged.inserted:
             conn.execute(QUERIES["insert_profile_item"], _item_row(draft, user_id, vectors.get(draft.value)))
         for draft in merged.updated:
@@ -139,6 +143,12 @@ def _items(conn: Any, key: Mapping[str, UUID], status: str | None) -> list[Profi
     rows = conn.execute(QUERIES["list_profile"], {**key, "status": status, "person": None, "id": None,
                                                   "limit": None}).fetchall()
     return [ProfileItem.from_row(r) for r in rows]
+
+
+def _embedded(app: App, drafts: Sequence[Draft], vectors: Mapping[str, Any]) -> dict[str, Any]:
+    """`vectors` with the values of `drafts` not embedded yet added."""
+    values = sorted({d.value for d in drafts} - vectors.keys())
+    return {**vectors, **dict(zip(values, app.embedder.embed(values)))} if values else dict(vectors)
 
 
 def _progress(conn: Any, key: Mapping[str, UUID]) -> int:

@@ -78,6 +78,34 @@ def test_an_explicit_statement_replaces_at_once_and_keeps_the_old_as_history(app
     assert lisbon.key == porto.key
 
 
+def test_a_batch_merges_again_when_the_profile_moved_while_it_was_learned(app):
+    """A batch is merged outside the profile lock to embed only what is new; another catch-up of
+    the same user that lands meanwhile must not be merged over."""
+    elsewhere = app.store.create_conversation(USER)
+    say_by_sql(app, elsewhere.id, ["I live in Porto.", "Nice."])
+    conv = app.store.create_conversation(USER)
+    say_by_sql(app, conv.id, ["Actually, we moved to Lisbon last month.", "Congratulations!"])
+    plain = learning.learner_of(app)
+
+    class Interleaved:
+        name = plain.name
+
+        def learn(self, messages, known=()):
+            found = plain.learn(messages, known)
+            learning.learn_all(app, USER, elsewhere.id)  # lands between this batch's read and its commit
+            return found
+
+    assert learning.learn_all(app, USER, conv.id, Interleaved()).candidates >= 1
+    items = profile.list_profile(app, USER, status=None)
+    porto = next(i for i in items if "Porto" in i.value)
+    lisbon = next(i for i in items if "Lisbon" in i.value)
+    assert porto.status == "replaced" and porto.replaced_by == lisbon.id and lisbon.status == "active"
+    with app.pool.connection() as conn:
+        missing = conn.execute("select count(*) as n from memctx.profile_items where user_id = %s "
+                               "and embedding is null", (USER,)).fetchone()["n"]
+    assert missing == 0
+
+
 def test_an_inferred_preference_changes_only_after_repeated_overrides(app):
     conv = app.store.create_conversation(USER)
     asks = ["Write a function in Python that sorts a list.", "def f(x): return sorted(x)",
