@@ -7,7 +7,9 @@ latency with and without the profile, each pair alternating in one process.
 `catch-up` stores the LoCoMo dev conversations (embedded) in a throwaway database, then times
 rounds of `regenerate` (chain, board and, when on, the profile learned from scratch: the user's
 profile is emptied before each such round, untimed), learning off and on in turn: messages per
-second and the ratio on / off of the medians.
+second and the ratio on / off of the medians. The rounds of a whole catch-up vary by seconds on a
+small machine, so it also times what the "on" rounds spend inside `learn_all` and gives the ratio
+that time makes against the "off" median.
 
 `context` reads a home where `memctx eval longmemeval` stored the instances (and, with this code,
 learned their profiles), and asks each instance's question at --budget tokens in its question
@@ -56,8 +58,20 @@ def catch_up_ab(path: Path, rounds: int) -> None:
             catchup.catch_up(app, DEFAULT_USER, cid)
         off = dataclasses.replace(app, settings=app.settings.model_copy(update={"learning_enabled": False}))
         times: dict[str, list[float]] = {"off": [], "on": []}
+        learning: list[float] = []  # seconds inside learn_all in each "on" round
+        learn_all = catchup.learn_all
+
+        def timed_learn_all(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return learn_all(*args, **kwargs)
+            finally:
+                learning[-1] += time.perf_counter() - started
+
+        catchup.learn_all = timed_learn_all
         for n in range(rounds):
             for arm in (("off", "on") if n % 2 == 0 else ("on", "off")):
+                learning.append(0.0)
                 if arm == "on":
                     with app.pool.connection() as conn:
                         for statement in FORGET_PROFILE.strip().split(";\n"):
@@ -66,7 +80,11 @@ def catch_up_ab(path: Path, rounds: int) -> None:
                 for cid in ids:
                     catchup.regenerate(app if arm == "on" else off, DEFAULT_USER, cid)
                 times[arm].append(time.perf_counter() - started)
-                print(f"round {n} {arm}: {times[arm][-1]:.2f} s", file=sys.stderr)
+                if arm == "off":
+                    learning.pop()
+                print(f"round {n} {arm}: {times[arm][-1]:.2f} s"
+                      + (f" (learning {learning[-1]:.2f} s)" if arm == "on" else ""), file=sys.stderr)
+        catchup.learn_all = learn_all
         with app.pool.connection() as conn:
             items = conn.execute("select count(*) as n from memctx.profile_items").fetchone()["n"]
     med = {arm: statistics.median(v) for arm, v in times.items()}
@@ -74,7 +92,10 @@ def catch_up_ab(path: Path, rounds: int) -> None:
     for arm in ("off", "on"):
         print(f"  learning {arm}: {med[arm]:.2f} s ({messages / med[arm]:.0f} messages/s; rounds "
               f"{', '.join(f'{t:.2f}' for t in times[arm])})")
+    learned = statistics.median(learning)
     print(f"  throughput on / off: {med['off'] / med['on']:.3f}x; profile items learned: {items}")
+    print(f"  inside learning: {learned:.2f} s a round (rounds {', '.join(f'{t:.2f}' for t in learning)}); "
+          f"off / (off + learning): {med['off'] / (med['off'] + learned):.3f}x")
     print(f"  load average: {' / '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
