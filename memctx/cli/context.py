@@ -250,7 +250,8 @@ def _print_longmemeval(results: dict) -> None:
     table = Table(title=f"LongMemEval {escape(str(results['dataset']))} — {results['questions_total']} questions, "
                         f"user scope, full history ≈ {results['full_history_tokens']['mean'] or 0:.0f} tokens")
     table.caption = ("evidence recall: has_answer turns found whole / all, pooled; session recall: answer sessions "
-                     "with an evidence turn found; answer containment: answers of at most five words")
+                     "with an evidence turn found; answer containment: answers of at most five words, the whole "
+                     f"history's {_fmt(results['answer_containment_ceiling'])}")
     for column in ("budget", "arm", "evidence recall", "session recall", "answer containment", "mean tokens",
                    "p50 ms", "p95 ms"):
         table.add_column(column)

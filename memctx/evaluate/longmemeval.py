@@ -13,11 +13,11 @@ Beside it: session recall (answer sessions with at least one evidence turn in th
 evidence turns memctx's context cites (among its sources, whole or as an excerpt of a long
 message: `evidence_cited`), the evidence turns found whole or cited with each of their
 sentences in the context (with "…" for a sentence another quoted turn says: `evidence_quoted`),
-answer containment for short answers, tokens, p50 / p95 latency, sentences said more than once
-(`repeated_sentences`, of `sentences`), the same by question type, and the BM25, dense and
-RRF(BM25, dense) baselines: whole turns of the user ranked by plain Okapi BM25, by cosine over
-memctx's own stored vectors, and by their reciprocal-rank fusion, packed best first into the same
-budget and rendered as memory lines.
+answer containment for short answers (and its ceiling: the whole history's, with the question),
+tokens, p50 / p95 latency, sentences said more than once (`repeated_sentences`, of `sentences`),
+the same by question type, and the BM25, dense and RRF(BM25, dense) baselines: whole turns of the
+user ranked by plain Okapi BM25, by cosine over memctx's own stored vectors, and by their
+reciprocal-rank fusion, packed best first into the same budget and rendered as memory lines.
 """
 
 from __future__ import annotations
@@ -250,6 +250,9 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
     half_of = halves(i.question_id for i in read_instances(path))  # of the whole file, whatever the limit
     by_half = {b: {h: {"memctx": _Tally(), **{k: _Tally() for k in BASELINES}} for h in HALVES} for b in budgets}
     history, turns, prepared, passages = [], 0, [], []
+    # answer containment of the whole history as the baselines render it, and the question, which
+    # every context holds
+    ceiling: list[float] = []
     repeats = {b: Counter() for b in budgets}  # memctx's contexts: sentences said more than once, sentences
     for instance in instances:
         user = instance_user(instance.question_id)
@@ -262,6 +265,10 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
         lines = [turn_line(r) for r in rows]
         line_tokens = {r["id"]: c for r, c in zip(rows, app.counter.count_many(lines))}
         history.append(sum(line_tokens.values()))
+        if len(normalize(instance.answer).split()) <= SHORT_ANSWER_WORDS:
+            whole = contains_answer("\n".join([*lines, instance.question]), instance.answer)
+            if whole is not None:
+                ceiling.append(float(whole))
         turns += len(rows)
         for budget in budgets:  # memctx first, alone, so its latency is not mixed with the baselines'
             wc = door.ask(user, asked, instance.question, budget, scope="user", now=instance.question_date)
@@ -285,6 +292,8 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
         "notes": ["each haystack session its own closed conversation of the instance's user; the question asked "
                   "in a new one, user scope, at question_date"],
         "full_history_tokens": {"mean": round(float(np.mean(history)), 1) if history else None},
+        # Many short answers are worked out, never said ("10 years", "59.6"): no context holds them.
+        "answer_containment_ceiling": mean_of(ceiling),
         # What this run's storing and catch-up took per instance (near 0 for one stored before and
         # caught up), and what the long messages' passages cost: rows and MB per instance.
         "prepare_s": {"mean": mean_of(prepared, 2), "p95": percentile_of(prepared, 95)},
