@@ -209,10 +209,9 @@ class _Tally:
         sessions = {s for s in instance.answer_sessions if s in evidence.values()}
         self.sessions_gold += len(sessions)
         self.sessions_found += len({evidence[e] for e in hits} & sessions)
-        if len(normalize(instance.answer).split()) <= SHORT_ANSWER_WORDS:
-            hit = contains_answer(context, instance.answer)
-            if hit is not None:
-                self.contain.append(float(hit))
+        hit = short_answer_in(context, instance.answer)
+        if hit is not None:
+            self.contain.append(float(hit))
 
     def summary(self, *, latency: bool) -> dict[str, Any]:
         out = {"evidence_recall": _ratio(self.found, self.gold), "evidence_found": self.found,
@@ -226,6 +225,11 @@ class _Tally:
             out["p50_ms"] = percentile_of(self.ms, 50)
             out["p95_ms"] = percentile_of(self.ms, 95)
         return out
+
+
+def short_answer_in(text: str, answer: str) -> bool | None:
+    """Whether `text` holds the answer; None when the answer is long (or empty) and not scored."""
+    return contains_answer(text, answer) if len(normalize(answer).split()) <= SHORT_ANSWER_WORDS else None
 
 
 def _ratio(a: int, b: int) -> float | None:
@@ -265,10 +269,9 @@ def run_longmemeval(app: Any, path: Path, budgets: Sequence[int], *, assembler: 
         lines = [turn_line(r) for r in rows]
         line_tokens = {r["id"]: c for r, c in zip(rows, app.counter.count_many(lines))}
         history.append(sum(line_tokens.values()))
-        if len(normalize(instance.answer).split()) <= SHORT_ANSWER_WORDS:
-            whole = contains_answer("\n".join([*lines, instance.question]), instance.answer)
-            if whole is not None:
-                ceiling.append(float(whole))
+        whole = short_answer_in("\n".join([*lines, instance.question]), instance.answer)
+        if whole is not None:
+            ceiling.append(float(whole))
         turns += len(rows)
         for budget in budgets:  # memctx first, alone, so its latency is not mixed with the baselines'
             wc = door.ask(user, asked, instance.question, budget, scope="user", now=instance.question_date)
