@@ -59,19 +59,21 @@ def catch_up_ab(path: Path, rounds: int) -> None:
         off = dataclasses.replace(app, settings=app.settings.model_copy(update={"learning_enabled": False}))
         times: dict[str, list[float]] = {"off": [], "on": []}
         learning: list[float] = []  # seconds inside learn_all in each "on" round
+        spent = 0.0
         learn_all = catchup.learn_all
 
         def timed_learn_all(*args, **kwargs):
+            nonlocal spent
             started = time.perf_counter()
             try:
                 return learn_all(*args, **kwargs)
             finally:
-                learning[-1] += time.perf_counter() - started
+                spent += time.perf_counter() - started
 
         catchup.learn_all = timed_learn_all
         for n in range(rounds):
             for arm in (("off", "on") if n % 2 == 0 else ("on", "off")):
-                learning.append(0.0)
+                spent = 0.0
                 if arm == "on":
                     with app.pool.connection() as conn:
                         for statement in FORGET_PROFILE.strip().split(";\n"):
@@ -80,8 +82,8 @@ def catch_up_ab(path: Path, rounds: int) -> None:
                 for cid in ids:
                     catchup.regenerate(app if arm == "on" else off, DEFAULT_USER, cid)
                 times[arm].append(time.perf_counter() - started)
-                if arm == "off":
-                    learning.pop()
+                if arm == "on":
+                    learning.append(spent)
                 print(f"round {n} {arm}: {times[arm][-1]:.2f} s"
                       + (f" (learning {learning[-1]:.2f} s)" if arm == "on" else ""), file=sys.stderr)
         catchup.learn_all = learn_all

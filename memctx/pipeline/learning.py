@@ -100,7 +100,8 @@ def learn_step(app: App, user_id: UUID, conversation_id: UUID, learner: Learner 
     if not fresh:
         return None
     try:
-        candidates = learner.learn(fresh, [i for i in items if i.status == "active"] if learner.name != "extractive" else [])
+        known = [i for i in items if i.status == "active"] if learner.name != "extractive" else []
+        candidates = learner.learn(fresh, known)
     except Exception:
         metrics.FAILURES.labels(kind="learn").inc()
         raise
