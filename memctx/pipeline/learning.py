@@ -100,8 +100,7 @@ def learn_step(app: App, user_id: UUID, conversation_id: UUID, learner: Learner 
     if not fresh:
         return None
     try:
-        known = [i for i in items if i.status == "active"] if learner.name != "extractive" else []
-        candidates = learner.learn(fresh, known)
+        candidates = learner.learn(fresh, [i for i in items if i.status == "active"])
     except Exception:
         metrics.FAILURES.labels(kind="learn").inc()
         raise
